@@ -10,7 +10,8 @@ export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: install book test unit notebooks sync-check browser-check export clean-nbs student-nbs clean
+.PHONY: install browser-deps book test sync-check export clean-nbs clean
+NB_TESTS := nbs $(wildcard exercises/solutions)
 
 install: $(STAMP)
 
@@ -33,10 +34,16 @@ book: install
 # The whole test suite: package in sync with notebooks, notebooks clean, unit tests,
 # nbval over every notebook (which also fills the book's execution cache, so the book build
 # below executes nothing twice), the strict book build, then a real browser on the result.
-test: install sync-check
-	$(BIN)/pytest -n 2 --dist loadfile tests nbs exercises/solutions --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
+test: install browser-deps sync-check
+	$(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
 	$(MAKE) book
 	$(BIN)/pytest tests/browser_check.py -p no:cacheprovider
+
+# Debian's chromium for the rendered-book check (installed when missing and we are root).
+browser-deps:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "The browser check needs chromium: sudo apt-get install chromium"; fi; }
 
 sync-check: install
 	bash .ci/sync_check.sh

@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['BOS', 'EOS', 'count_ngrams', 'NGramLM', 'UniformLM', 'perplexity']
 
-# %% ../nbs/01_language_models.ipynb #1a250546
+# %% ../nbs/01_language_models.ipynb #acda0b59
 import math
 import random
 from collections import Counter, defaultdict
@@ -57,7 +57,7 @@ def count_ngrams(sequences, n: int) -> Counter:
             del grams[g]
     return grams
 
-# %% ../nbs/01_language_models.ipynb #e323595a
+# %% ../nbs/01_language_models.ipynb #301bed9f
 class NGramLM:
     """An n-gram language model estimated by counting, with optional smoothing.
 

@@ -1,0 +1,102 @@
+"""The rendered book, opened in a real browser (headless Chromium driven by Playwright).
+
+Run by `make test` after the book is built (it is not collected with the unit tests: the
+file name does not start with ``test_``). For each checked page it asserts that MathJax typeset
+the maths (its output elements are present and no raw ``$$`` is left), that every figure
+loaded, and that the page requested nothing from outside this machine.
+"""
+import http.server
+import os
+import shutil
+import threading
+from functools import partial
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+PAGES = ["nbs/01_language_models.html", "nbs/00_index.html", "nbs/01b_data.html"]
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    if os.environ.get("CI"):
+        pytest.fail("no chromium on this machine: `make test` installs Debian's chromium package")
+    pytest.skip("chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / PAGES[0]).exists():
+        pytest.fail("the book is not built: run `make book` first")
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = _chromium()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_renders_offline(server, browser, page_path):
+    page = browser.new_page()
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(f"{server}/{page_path}", wait_until="networkidle")
+    # MathJax 3 typesets asynchronously: wait until it reports that it has finished
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+    page.evaluate("() => MathJax.startup.promise")
+    n_math = page.locator("mjx-container").count()
+    text = page.inner_text("main")
+    images = page.evaluate("""() => Array.from(document.querySelectorAll('main img')).map(
+        i => ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
+    page.close()
+
+    assert n_math > 0, "no MathJax output on the page: the maths was not typeset"
+    assert "$$" not in text and "\\begin{" not in text, "raw TeX left on the page"
+    assert "#| " not in text, "nbdev directives shown on the page"
+    broken = [i["src"] for i in images if not i["ok"]]
+    assert not broken, f"figures that did not load: {broken}"
+    outside = sorted({u for u in requests
+                      if urlparse(u).scheme not in ("data", "blob", "about")
+                      and urlparse(u).hostname not in ("127.0.0.1", "localhost")})
+    assert not outside, f"the page asked for resources outside this machine: {outside}"
+
+
+def test_chapter_one_has_its_figures(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/{PAGES[0]}", wait_until="networkidle")
+    n_figures = page.locator("main img").count()
+    page.close()
+    assert n_figures >= 2, f"chapter 01 should show its sparsity and perplexity figures, found {n_figures}"
+
+
+def test_api_reference_lists_every_module(server, browser):
+    import pkgutil
+
+    import course_llm
+
+    page = browser.new_page()
+    page.goto(f"{server}/nbs/api.html", wait_until="networkidle")
+    text = page.inner_text("main")
+    page.close()
+    for m in pkgutil.iter_modules(course_llm.__path__):
+        if not m.name.startswith("_"):
+            assert f"course_llm.{m.name}" in text, f"course_llm.{m.name} missing from the API reference"
