@@ -7,7 +7,6 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
 .PHONY: install browser-deps book test sync-check export clean-nbs clean
@@ -52,6 +51,10 @@ export:
 	$(BIN)/nbdev-export
 clean-nbs:
 	$(BIN)/nbdev-clean --fname nbs; $(BIN)/nbdev-clean --fname exercises
+
+# Regenerate the student notebooks exercises/NN_name.ipynb from exercises/solutions/.
+student-nbs: install
+	$(BIN)/course-llm make-student
 
 clean:
 	rm -rf _build .cache

@@ -36,7 +36,11 @@ def _chromium():
 def server():
     if not (HTML / PAGES[0]).exists():
         pytest.fail("the book is not built: run `make book` first")
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = partial(Quiet, directory=str(HTML))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
