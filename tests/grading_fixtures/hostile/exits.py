@@ -1,0 +1,7 @@
+# course-llm exercise: 01_ngram_counts
+# expect-message: called sys.exit(3)
+import sys
+
+
+def count_ngrams(sequences, n):
+    sys.exit(3)

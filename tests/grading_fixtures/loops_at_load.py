@@ -1,0 +1,8 @@
+# course-llm exercise: 01_ngram_counts
+# expect-message: did not finish loading
+while True:
+    pass
+
+
+def count_ngrams(sequences, n):
+    return {}
