@@ -34,6 +34,7 @@ book: install
 # nbval over every notebook (which also fills the book's execution cache, so the book build
 # below executes nothing twice), the strict book build, then a real browser on the result.
 test: install browser-deps sync-check
+	$(BIN)/course-llm make-student --check
 	$(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
 	$(MAKE) book
 	$(BIN)/pytest tests/browser_check.py -p no:cacheprovider
