@@ -31,7 +31,7 @@ __all__ = ['read_submission', 'exercise_for', 'worker_main', 'WorkerBackend', 'g
            'summary_table', 'reports_to_json']
 
 # %% ../nbs/92_grading_runner.ipynb #2118bc25
-_MAGIC = re.compile(r"^(\s*)[%!]")
+_MAGIC = re.compile(r"^(\s*)(?=[%!])")
 _EXERCISE_LINE = re.compile(r"#\s*course-llm exercise:\s*(\S+)")
 
 

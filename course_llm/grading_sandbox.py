@@ -30,7 +30,7 @@ def short(obj: Any, limit: int = 160) -> str:
 
     Example:
         >>> short(list(range(100)), 20)
-        '[0, 1, 2, 3, 4, 5, 6…'
+        '[0, 1, 2, 3, 4, 5, …'
     """
     text = repr(obj)
     return text if len(text) <= limit else text[: limit - 1] + "…"
