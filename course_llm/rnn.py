@@ -4,7 +4,7 @@
 __all__ = ['FixedWindowLM', 'RNNCell', 'LSTMCell', 'RNN', 'LSTM', 'hidden_grad_norms', 'clip_grad_norm', 'RNNLM', 'lm_loss',
            'stream_nll', 'generate', 'pad_batch', 'LSTMClassifier']
 
-# %% ../nbs/03_neural_lms.ipynb #1b05c001
+# %% ../nbs/03_neural_lms.ipynb #0b007b82
 import math
 from typing import Iterable, Optional, Sequence
 
@@ -26,7 +26,7 @@ def _uniform_init(module: nn.Module, hidden_size: int):
     for p in module.parameters():
         nn.init.uniform_(p, -bound, bound)
 
-# %% ../nbs/03_neural_lms.ipynb #3ccfdd9b
+# %% ../nbs/03_neural_lms.ipynb #00e6c5cd
 class FixedWindowLM(nn.Module):
     r"""Bengio et al. (2003)'s fixed-window neural LM: the previous ``context_size`` tokens predict the next.
 
@@ -63,7 +63,7 @@ class FixedWindowLM(nn.Module):
         windows = windows.transpose(2, 3).flatten(2)        # (B, T-n+1, n*d), oldest token first
         return self.U(torch.tanh(self.W(windows)))          # (B, T-n+1, V)
 
-# %% ../nbs/03_neural_lms.ipynb #42b90ade
+# %% ../nbs/03_neural_lms.ipynb #9f1751d1
 class RNNCell(nn.Module):
     r"""One step of a vanilla RNN, written from the equation.
 
@@ -174,7 +174,7 @@ class LSTMCell(nn.Module):
     def forward(self, u: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         return self.step(self.input_part(u), state)
 
-# %% ../nbs/03_neural_lms.ipynb #50506dbb
+# %% ../nbs/03_neural_lms.ipynb #ef82db11
 class _Recurrent(nn.Module):
     """Shared unrolling of stacked, optionally bidirectional, recurrent layers (batch first)."""
 
@@ -388,7 +388,7 @@ class LSTM(_Recurrent):
     def _join_state(self, finals):
         return torch.stack([h for h, _ in finals], 0), torch.stack([c for _, c in finals], 0)
 
-# %% ../nbs/03_neural_lms.ipynb #f0400483
+# %% ../nbs/03_neural_lms.ipynb #8ef97fca
 def hidden_grad_norms(cell: nn.Module, u: Tensor, readout: Optional[Tensor] = None) -> Tensor:
     r"""Unroll ``cell`` over ``u`` (B, L, d) from a zero state and return :math:`\|\partial \mathcal{L} / \partial h_\ell\|`.
 
@@ -423,7 +423,7 @@ def hidden_grad_norms(cell: nn.Module, u: Tensor, readout: Optional[Tensor] = No
     grads = torch.autograd.grad(loss, hs)
     return torch.stack([g.norm(dim=-1).mean() for g in grads]).detach()
 
-# %% ../nbs/03_neural_lms.ipynb #edf137b3
+# %% ../nbs/03_neural_lms.ipynb #6a9d25da
 def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
     r"""Gradient clipping with threshold :math:`v`: :math:`g \leftarrow \min(1, v / \|g\|)\, g`.
 
@@ -446,7 +446,7 @@ def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
         g.detach().mul_(scale)
     return norm
 
-# %% ../nbs/03_neural_lms.ipynb #7e75f3e5
+# %% ../nbs/03_neural_lms.ipynb #8775f04e
 class RNNLM(nn.Module):
     r"""An RNN language model: embed, run a (stacked) :class:`RNN` or :class:`LSTM`, project to logits.
 
@@ -554,7 +554,7 @@ def generate(model: RNNLM, prompt: Tensor, max_new_tokens: int, temperature: flo
         logits, state = model(nxt[None], state)
     return torch.cat(out)
 
-# %% ../nbs/03_neural_lms.ipynb #aaeb8f27
+# %% ../nbs/03_neural_lms.ipynb #02bf5ea6
 def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Tensor]:
     """Right-pad id sequences into a (B, T) tensor; also return their lengths.
 
