@@ -318,3 +318,25 @@ def test_word_tokenizer():
     assert tok.decode([2, 5, 3]) == "<BOS> the <EOS>"
     capped = WordTokenizer("a a a b b c", max_size=7)
     assert capped.itos[5:] == ["a", "b"]
+
+
+# ----- the ASCII fast path of the pre-split ---------------------------------------------------
+PIECES = [" ", "  ", "a", "B", "s", "1", "123", "\n", "\t", "\r\n", "'", "'s", "'LL", "é", "東", "🙂",
+          "!", ".", "\u00a0", "\u2003", "²", "ſ", "\x1c", "\x0b", "x\u0301"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_split_fast_path_equals_full_regex(text):
+    for name in NAMES:
+        tok = ours_for(name)
+        assert tok._split(text) == tok._regex.findall(text)
+
+
+def test_split_fast_path_on_corpora(shakespeare):
+    reviews, _ = load_sentiment("imdb", "train")
+    for name in NAMES:
+        tok = ours_for(name)
+        assert tok._ascii_regex is not None
+        for text in [shakespeare[:200_000], "\n".join(reviews[:300])]:
+            assert tok._split(text) == tok._regex.findall(text)

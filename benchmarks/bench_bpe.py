@@ -1,0 +1,202 @@
+"""Benchmark of course_llm.tokenizers: BPE training speed and encoding throughput.
+
+    .venv/bin/python benchmarks/bench_bpe.py            # full run, a few minutes
+    .venv/bin/python benchmarks/bench_bpe.py --quick    # smaller sizes, for a smoke test
+
+Training: vocab 4096 on ~1 MB of Shakespeare, GPT-4 (cl100k) split pattern unless stated.
+- incremental: `train_bpe` (distinct chunks weighted by count, incremental pair counts, heap).
+- naive: `train_bpe_naive` (recounts every pair of every chunk after each merge). A full run takes
+  the better part of an hour, so its time is *measured by sampling*: the state after k merges is
+  rebuilt for k = 0, 256, 512, ..., eight consecutive naive merge steps (count, pick, merge) are
+  timed there, and the time per step is integrated over all merges (trapezoids).
+  `--naive-full` runs it to the end instead (use with --quick to check the sampling).
+- Hugging Face `tokenizers` BPE trainer (Rust) with its ByteLevel pre-tokenizer (GPT-2 regex),
+  single-threaded (RAYON_NUM_THREADS=1), against ours with the GPT-2 pattern.
+Each trainer runs in a fresh subprocess; peak memory is that process's peak RSS (VmHWM), also
+shown minus the RSS after imports and loading the text.
+
+Encoding: cl100k_base ranks, one thread, cold cache (a new tokenizer, so an empty chunk cache, for
+every run), on ~1 MB of Shakespeare and ~1 MB of IMDB reviews, against tiktoken's
+`encode_ordinary`; best of 7 interleaved runs each.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def rss_mb() -> float:
+    """Peak RSS of this process (VmHWM; ru_maxrss would include the parent's peak, since Linux
+    keeps it across fork and exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def corpus(name: str, n: int) -> str:
+    from course_llm.data import load_corpus, load_sentiment
+    if name == "shakespeare":
+        return load_corpus("shakespeare")[:n]
+    texts, _ = load_sentiment("imdb", "train")
+    return "\n".join(texts)[:n]
+
+
+# ----- workers (run in subprocesses) ---------------------------------------------------------
+def worker(kind: str, text_path: str, vocab_size: int) -> dict:
+    # the text comes from a file, so the worker does not import course_llm.data (and torch,
+    # whose many objects would slow down the garbage collector of the Python trainers)
+    from course_llm.tokenizers import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, train_bpe
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()
+    base = current_rss_mb()
+    t0 = time.perf_counter()
+    if kind == "incremental":
+        n = len(train_bpe(text, vocab_size, GPT4_SPLIT_PATTERN))
+    elif kind == "incremental-gpt2":
+        n = len(train_bpe(text, vocab_size, GPT2_SPLIT_PATTERN))
+    elif kind == "naive-full":
+        from course_llm.tokenizers import train_bpe_naive
+        n = len(train_bpe_naive(text, vocab_size, GPT4_SPLIT_PATTERN))
+    elif kind == "hf":
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.train_from_iterator([text], trainer=trainer)
+        n = tok.get_vocab_size() - 256
+    elif kind == "naive-sampled":
+        return {**naive_sampled(text, vocab_size), "base_mb": base, "peak_mb": rss_mb()}
+    else:
+        raise ValueError(kind)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "merges": n, "base_mb": base, "peak_mb": rss_mb()}
+
+
+def naive_sampled(text: str, vocab_size: int, step: int = 256, window: int = 8) -> dict:
+    """Time `window` consecutive naive merge steps from k = 0, step, 2 step, ... merges (the
+    state after k merges is rebuilt with the fast trainer's merges, which are identical), and
+    integrate the time per step over all merges."""
+    import regex
+    from course_llm.tokenizers import BPETokenizer, GPT4_SPLIT_PATTERN, get_pair_counts, merge, train_bpe
+    merges = train_bpe(text, vocab_size)
+    vocab = {i: bytes([i]) for i in range(256)}
+    for (a, b), i in merges.items():
+        vocab[i] = vocab[a] + vocab[b]
+    chunks = regex.findall(GPT4_SPLIT_PATTERN, text)
+    n_merges = vocab_size - 256
+    points, times = [], []
+    for k in list(range(0, n_merges, step)) + [n_merges - 1]:
+        ranks = {}
+        for i in range(256 + k):                      # the vocabulary after k merges
+            ranks.setdefault(vocab[i], i)
+        tok = BPETokenizer(ranks, GPT4_SPLIT_PATTERN)
+        state = [list(tok.encode_ordinary(c)) for c in chunks]
+        del tok
+        t0 = time.perf_counter()
+        for j in range(min(window, n_merges - k)):   # steps of train_bpe_naive
+            counts = {}
+            for ids in state:
+                get_pair_counts(ids, counts)
+            best = max(counts.values())
+            pair = min(p for p, c in counts.items() if c == best)
+            state = [merge(ids, pair, 256 + k + j) for ids in state]
+        times.append((time.perf_counter() - t0) / (j + 1))
+        points.append(k)
+    total = sum((points[j + 1] - points[j]) * (times[j] + times[j + 1]) / 2
+                for j in range(len(points) - 1)) + times[-1]
+    return {"seconds": total, "merges": n_merges, "sampled": list(zip(points, times))}
+
+
+def run_worker(kind: str, text_path: str, vocab_size: int) -> dict:
+    env = {**os.environ, "RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    out = subprocess.run([sys.executable, __file__, "--worker", kind, text_path, str(vocab_size)],
+                         capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ----- encoding ---------------------------------------------------------------------------
+def bench_encode(text: str, repeats: int = 7) -> dict:
+    import gc
+    from course_llm.tokenizers import BPETokenizer, tiktoken_encoding
+    enc = tiktoken_encoding("cl100k_base")
+    ours_best = ref_best = float("inf")
+    for _ in range(repeats):
+        tok = BPETokenizer.from_tiktoken(enc)         # cold cache
+        gc.collect()
+        t0 = time.perf_counter()
+        ids = tok.encode_ordinary(text)
+        ours_best = min(ours_best, time.perf_counter() - t0)
+        gc.collect()
+        t0 = time.perf_counter()
+        ref = enc.encode_ordinary(text)
+        ref_best = min(ref_best, time.perf_counter() - t0)
+        assert ids == ref
+    mb = len(text.encode("utf-8")) / 1e6
+    return {"MB": mb, "ours_s": ours_best, "tiktoken_s": ref_best, "ours_MBps": mb / ours_best,
+            "tiktoken_MBps": mb / ref_best, "ratio": ref_best / ours_best, "tokens": len(ref)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="200 KB and vocab 1024")
+    p.add_argument("--naive-full", action="store_true", help="run the naive trainer to the end")
+    p.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        kind, path, v = args.worker
+        print(json.dumps(worker(kind, path, int(v))))
+        return
+    n_chars, vocab = (200_000, 1024) if args.quick else (1_000_000, 4096)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start\n")
+
+    import tempfile
+    text_file = tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False)
+    with text_file:
+        text_file.write(corpus("shakespeare", n_chars))
+    rows = {}
+    for kind in ["incremental", "incremental-gpt2", "hf",
+                 "naive-full" if args.naive_full else "naive-sampled"]:
+        rows[kind] = run_worker(kind, text_file.name, vocab)
+        print(f"  {kind}: {rows[kind]['seconds']:.2f} s", file=sys.stderr)
+    naive = rows.get("naive-full", rows.get("naive-sampled"))
+    label = {"incremental": "incremental (ours, GPT-4 pattern)",
+             "incremental-gpt2": "incremental (ours, GPT-2 pattern)",
+             "hf": "Hugging Face tokenizers (Rust, 1 thread, GPT-2 regex)",
+             "naive-sampled": "naive recount (ours; sampled, see docstring)",
+             "naive-full": "naive recount (ours)"}
+    print(f"### Training: vocab {vocab} on {n_chars / 1e6:.1f} MB of Shakespeare\n")
+    print("| trainer | time (s) | naive / this | peak RSS (MB) | peak - base (MB) |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, r in rows.items():
+        print(f"| {label[kind]} | {r['seconds']:.2f} | {naive['seconds'] / r['seconds']:.0f}x | "
+              f"{r['peak_mb']:.0f} | {r['peak_mb'] - r['base_mb']:.0f} |")
+    print(f"\nincremental (GPT-2 pattern) / Hugging Face: "
+          f"{rows['incremental-gpt2']['seconds'] / rows['hf']['seconds']:.1f}x slower")
+    if "naive-sampled" in rows:
+        print("naive step times (k merges done, seconds):",
+              ", ".join(f"{k}: {t:.2f}" for k, t in rows["naive-sampled"]["sampled"]))
+
+    os.unlink(text_file.name)
+    print(f"\n### Encoding: cl100k_base, one thread, cold cache\n")
+    print("| text | MB | ours (MB/s) | tiktoken (MB/s) | ours / tiktoken |")
+    print("|---|---:|---:|---:|---:|")
+    for name in ["shakespeare", "imdb"]:
+        r = bench_encode(corpus(name, n_chars))
+        print(f"| {name} | {r['MB']:.2f} | {r['ours_MBps']:.1f} | {r['tiktoken_MBps']:.1f} | "
+              f"{r['ratio']:.2f} |")
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
