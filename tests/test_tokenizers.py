@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from course_llm.data import load_corpus, load_sentiment
 from course_llm.tokenizers import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, BPETokenizer,
                                    CharTokenizer, WordTokenizer, _offline_file, bpe_merge,
-                                   encode_with_merges, get_pair_counts, merge, tiktoken_encoding,
+                                   encode_with_merges, get_pair_counts, merge, most_frequent_pair,
+                                   tiktoken_encoding,
                                    train_bpe, train_bpe_naive)
 
 NAMES = ["gpt2", "cl100k_base"]
@@ -197,6 +198,9 @@ def test_get_pair_counts_and_merge(data):
     for pair in list(get_pair_counts(ids))[:3]:
         s = "".join(map(chr, ids)).replace(chr(pair[0]) + chr(pair[1]), chr(1000))
         assert merge(ids, pair, 1000) == [ord(c) for c in s]
+    counts = get_pair_counts(ids)
+    if counts:   # brute force: sort by (-count, pair)
+        assert most_frequent_pair(counts) == sorted(counts, key=lambda p: (-counts[p], p))[0]
 
 
 @settings(max_examples=80, deadline=None)
