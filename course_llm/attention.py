@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['causal_mask', 'padding_mask', 'repeat_kv', 'explicit_attention', 'scaled_dot_product_attention', 'MultiHeadAttention']
 
-# %% ../nbs/05_attention.ipynb #39ab81ea
+# %% ../nbs/05_attention.ipynb #c27ec13c
 import math
 
 import torch
@@ -233,7 +233,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
         mask = mask.to(q.dtype)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
 
-# %% ../nbs/05_attention.ipynb #577434e4
+# %% ../nbs/05_attention.ipynb #4522fcf8
 class MultiHeadAttention(nn.Module):
     """Multi-head (masked) self- or cross-attention: concat(Y_1, ..., Y_H) W^O.
 
