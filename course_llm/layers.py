@@ -5,7 +5,7 @@ __all__ = ['ACTIVATIONS', 'sinusoidal_positions', 'PositionEmbedding', 'layer_no
            'ffn_flops', 'MLP', 'GLU', 'rms_norm', 'RMSNorm', 'rope_rotation_matrix', 'apply_rope', 'RotaryEmbedding',
            'kv_cache_bytes_per_token', 'TransformerConfig', 'make_norm', 'TransformerBlock']
 
-# %% ../nbs/06_transformer_block.ipynb #2085e21c
+# %% ../nbs/06_transformer_block.ipynb #c9a12855
 import math
 
 import torch
@@ -76,7 +76,7 @@ class PositionEmbedding(nn.Module):
                              f"use shorter sequences or a larger max_len")
         return self.weight[positions]
 
-# %% ../nbs/06_transformer_block.ipynb #3efe2fc8
+# %% ../nbs/06_transformer_block.ipynb #a7d5149e
 def layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 
@@ -102,7 +102,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     y = (x - mean) / torch.sqrt(var + eps) * gamma
     return y if beta is None else y + beta
 
-# %% ../nbs/06_transformer_block.ipynb #510235bc
+# %% ../nbs/06_transformer_block.ipynb #af7174a5
 def gelu(x, approximate="none"):
     """GELU(x) = x * Phi(x), exactly (via erf) or with the tanh approximation of GPT-2.
 
@@ -140,7 +140,7 @@ def silu(x):
     """
     return swish(x, 1.0)
 
-# %% ../nbs/06_transformer_block.ipynb #c3105b6f
+# %% ../nbs/06_transformer_block.ipynb #c9dface7
 ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
@@ -230,7 +230,7 @@ class GLU(nn.Module):
         """Apply the gated FFN to each position of x (..., d_model)."""
         return self.w2(self.act(self.w1(x)) * self.v(x))
 
-# %% ../nbs/06_transformer_block.ipynb #76674c23
+# %% ../nbs/06_transformer_block.ipynb #ce03b3b6
 def rms_norm(x, gamma, eps=1e-6):
     """RMSNorm written out: gamma * x / sqrt(mean(x^2) + eps) over the last axis.
 
@@ -275,7 +275,7 @@ class RMSNorm(nn.Module):
         x = x.to(torch.promote_types(dtype, torch.float32))
         return self.weight * rms_norm(x, 1.0, self.eps).to(dtype)
 
-# %% ../nbs/06_transformer_block.ipynb #b9846ab8
+# %% ../nbs/06_transformer_block.ipynb #d1648fbb
 def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
     """The block-diagonal rotation R_l of RoPE (pairs of neighbouring coordinates), (d_head, d_head).
 
@@ -361,7 +361,7 @@ class RotaryEmbedding(nn.Module):
         """Rotate x (..., T, d_head) by the angles of `positions`, (T,) or (batch, T)."""
         return apply_rope(x, positions, self.base, self.interleaved)
 
-# %% ../nbs/06_transformer_block.ipynb #bd055823
+# %% ../nbs/06_transformer_block.ipynb #927b73c4
 def kv_cache_bytes_per_token(n_layer, n_kv_head, d_head, bytes_per_value=2):
     """Bytes of KV cache one token occupies: keys and values, every layer, every key/value head.
 
@@ -377,7 +377,7 @@ def kv_cache_bytes_per_token(n_layer, n_kv_head, d_head, bytes_per_value=2):
     """
     return 2 * n_layer * n_kv_head * d_head * bytes_per_value
 
-# %% ../nbs/06_transformer_block.ipynb #898e048a
+# %% ../nbs/06_transformer_block.ipynb #3e912ae0
 from dataclasses import dataclass
 
 
