@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['PRESETS', 'GPTConfig', 'GPT', 'count_parameters', 'causal_lm_loss', 'GPTClassifier']
 
-# %% ../nbs/07_gpt.ipynb #22e8951d
+# %% ../nbs/07_gpt.ipynb #dc636285
 import math
 from dataclasses import dataclass, fields, replace
 
@@ -136,7 +136,7 @@ PRESETS = {
                                 n_kv_head=8, d_ff=14336, norm_eps=1e-5, rope_base=500000.0)),
 }
 
-# %% ../nbs/07_gpt.ipynb #d7d995bf
+# %% ../nbs/07_gpt.ipynb #0ff5c8ef
 class GPT(nn.Module):
     """A decoder-only transformer language model: DTransformer (Phuong and Hutter 2022, Alg. 10).
 
@@ -315,7 +315,7 @@ class GPT(nn.Module):
         """
         return _to_hf(self)
 
-# %% ../nbs/07_gpt.ipynb #b95dbf71
+# %% ../nbs/07_gpt.ipynb #3cd2caad
 def count_parameters(config):
     """Number of parameters of `GPT(config)`, in closed form (nothing is allocated).
 
@@ -355,7 +355,7 @@ def count_parameters(config):
     counts["total"] = sum(counts.values())
     return counts
 
-# %% ../nbs/07_gpt.ipynb #eaaeff96
+# %% ../nbs/07_gpt.ipynb #852357db
 def causal_lm_loss(logits, tokens, ignore_index=-100):
     """The causal LM loss: mean of -log p(u_{t+1} | u_1..u_t) over t = 1..T-1 and the batch.
 
@@ -389,7 +389,7 @@ def causal_lm_loss(logits, tokens, ignore_index=-100):
     return F.cross_entropy(shifted.flatten(0, 1).float(), targets.flatten().long(),
                            ignore_index=ignore_index)
 
-# %% ../nbs/07_gpt.ipynb #0058e986
+# %% ../nbs/07_gpt.ipynb #ed2034e9
 _LLAMA_NAMES = {"attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj",
                 "attn.v_proj": "self_attn.v_proj", "attn.out_proj": "self_attn.o_proj",
                 "ffn.w1": "mlp.gate_proj", "ffn.v": "mlp.up_proj", "ffn.w2": "mlp.down_proj",
@@ -537,7 +537,7 @@ def _to_hf(gpt):
     param = next(gpt.parameters())
     return hf.to(device=param.device, dtype=param.dtype).train(gpt.training)
 
-# %% ../nbs/07_gpt.ipynb #911cc6e7
+# %% ../nbs/07_gpt.ipynb #3298de14
 class GPTClassifier(nn.Module):
     """GPT-1's fine-tuning head: read the final hidden state at an <Extract> token.
 
