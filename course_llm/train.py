@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['cosine_schedule', 'param_groups', 'autocast_dtype', 'TrainConfig', 'NonFiniteLossError', 'save_weights',
-           'load_weights', 'latest_checkpoint', 'Trainer', 'plot_history', 'setup_distributed', 'main']
+           'load_weights', 'latest_checkpoint', 'Trainer', 'plot_history', 'setup_distributed', 'build_model', 'main']
 
 # %% ../nbs/07b_training.ipynb #8e8e4550
 import argparse
@@ -557,11 +557,65 @@ def setup_distributed() -> torch.device:
     return device
 
 
-def _factory(spec: str):
-    module, _, name = spec.partition(":")
+def _factory(spec: str, flag: str = "--model"):
+    module, _, name = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if not module or not name:
-        raise ValueError(f"--model must look like MODULE:FACTORY (e.g. course_llm.gpt:GPT), got {spec!r}")
-    return getattr(importlib.import_module(module), name)
+        raise ValueError(f"{flag} must look like MODULE:NAME (e.g. course_llm.gpt:GPT), got {spec!r}")
+    obj = importlib.import_module(module)
+    for part in name.split("."):                           # NAME may be dotted: GPTConfig.llama_style
+        if not hasattr(obj, part):
+            raise ValueError(f"{flag} {spec!r}: {module} has no attribute {name!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def build_model(spec: str, kwargs: dict | None = None, config: dict | None = None,
+                config_class: str | None = None) -> nn.Module:
+    """Build the model that ``--model``, ``--model-kwargs``, ``--model-config`` and ``--config-class`` name.
+
+    Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the fields of a
+    configuration dataclass, e.g. chapter 07's ``GPTConfig``) it is
+    ``FACTORY(CONFIG(**config), **kwargs)``, where CONFIG is `config_class` (``MODULE:NAME``;
+    NAME may be a dotted class method such as ``GPTConfig.llama_style``) or, by default, the
+    class called FACTORY + ``Config`` in FACTORY's module (``course_llm.gpt:GPT`` ->
+    ``course_llm.gpt:GPTConfig``).
+
+    Args:
+        spec: ``MODULE:FACTORY``, a class or function returning an ``nn.Module``.
+        kwargs: keyword arguments for FACTORY.
+        config: fields of the configuration object passed as FACTORY's first argument.
+        config_class: ``MODULE:NAME`` of the configuration class or constructor.
+
+    Raises:
+        ValueError: a spec is malformed or names nothing, or no default configuration class
+            exists (pass `config_class`).
+        TypeError: `kwargs` or `config` is not a dict, or the factory did not return an ``nn.Module``.
+
+    Example:
+        >>> m = build_model("course_llm.gpt:GPT", config=dict(vocab_size=65, block_size=32, n_layer=1,
+        ...                 d_model=32, n_head=2))
+        >>> type(m).__name__, m.config.n_layer, m.config.position
+        ('GPT', 1, 'learned')
+    """
+    kwargs = {} if kwargs is None else kwargs
+    for name, value in (("kwargs", kwargs), ("config", config)):
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(f"`{name}` must be a dict (a JSON object on the command line), "
+                            f"got {type(value).__name__}")
+    factory = _factory(spec)
+    if config is None:
+        model = factory(**kwargs)
+    else:
+        if config_class is None:
+            module, _, name = spec.partition(":")
+            config_class = f"{module}:{name}Config"
+            if not hasattr(importlib.import_module(module), f"{name}Config"):
+                raise ValueError(f"{module} has no {name}Config; name the configuration class with "
+                                 f"--config-class MODULE:NAME")
+        model = factory(_factory(config_class, "--config-class")(**config), **kwargs)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{spec} returned {type(model).__name__}, not an nn.Module")
+    return model
 
 
 def _ids_from_file(path) -> torch.Tensor:
@@ -577,13 +631,20 @@ def main(argv=None) -> dict:
     ``python -m course_llm.train --model MODULE:FACTORY --model-kwargs JSON --train-config JSON
     --out DIR`` with either ``--corpus shakespeare`` (characters as tokens; ``vocab_size`` is
     added to the model's arguments) or ``--train-ids``/``--val-ids`` (files written with
-    ``torch.save`` of 1-D id tensors). ``torchrun --nproc_per_node=N -m course_llm.train ...``
+    ``torch.save`` of 1-D id tensors). For a model built from a configuration object, such as
+    ``--model course_llm.gpt:GPT``, give its fields with ``--model-config JSON`` (see
+    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from the
+    training configuration) are filled in when the JSON leaves them out. ``torchrun --nproc_per_node=N -m course_llm.train ...``
     runs the same script as N data-parallel processes. ``--resume`` continues from the latest
     checkpoint in ``--out``. Returns the history (on every process).
     """
     p = argparse.ArgumentParser(prog="python -m course_llm.train", description=main.__doc__.split("\n")[0])
     p.add_argument("--model", required=True, help="MODULE:FACTORY; FACTORY(**model_kwargs) returns the model")
     p.add_argument("--model-kwargs", default="{}", help="JSON object of keyword arguments for FACTORY")
+    p.add_argument("--model-config", default=None,
+                   help="JSON object of configuration fields: the model is FACTORY(CONFIG(**fields))")
+    p.add_argument("--config-class", default=None,
+                   help="MODULE:NAME of CONFIG (default: FACTORY's module, FACTORY + 'Config')")
     p.add_argument("--train-config", default="{}", help="JSON object of TrainConfig fields")
     p.add_argument("--corpus", default=None, help="train on a course corpus at character level")
     p.add_argument("--train-ids", default=None, help="torch.save'd 1-D tensor of training ids")
@@ -595,6 +656,10 @@ def main(argv=None) -> dict:
     try:
         config = TrainConfig(**{**json.loads(args.train_config), "out_dir": args.out})
         kwargs = json.loads(args.model_kwargs)
+        model_config = None if args.model_config is None else json.loads(args.model_config)
+        fields_in = model_config if model_config is not None else kwargs     # where vocab_size goes
+        if model_config is not None:
+            model_config.setdefault("block_size", config.block_size)
         if args.corpus is not None:
             from course_llm.data import corpus_splits
             from course_llm.tokenizers import CharTokenizer
@@ -602,14 +667,14 @@ def main(argv=None) -> dict:
             tokenizer = CharTokenizer(train_text)
             train_ids = torch.tensor(tokenizer.encode(train_text))
             val_ids = torch.tensor(tokenizer.encode(val_text))
-            kwargs.setdefault("vocab_size", tokenizer.vocab_size)
+            fields_in.setdefault("vocab_size", tokenizer.vocab_size)
         elif args.train_ids is not None:
             train_ids = _ids_from_file(args.train_ids)
             val_ids = _ids_from_file(args.val_ids) if args.val_ids else None
         else:
             p.error("give --corpus or --train-ids")
         torch.manual_seed(config.seed)                      # the same initial weights everywhere
-        model = _factory(args.model)(**kwargs)
+        model = build_model(args.model, kwargs, model_config, args.config_class)
         trainer = Trainer(model, train_ids, val_ids, config, device=device)
         if args.resume and latest_checkpoint(args.out) is not None:
             trainer.load_checkpoint(args.out)

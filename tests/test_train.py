@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_llm.train import (NonFiniteLossError, TrainConfig, Trainer, cosine_schedule, latest_checkpoint,
-                              load_weights, param_groups, save_weights)
+from course_llm.gpt import GPT, GPTConfig
+from course_llm.train import (NonFiniteLossError, TrainConfig, Trainer, build_model, cosine_schedule,
+                              latest_checkpoint, load_weights, main, param_groups, save_weights)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -210,3 +212,31 @@ def test_bad_inputs():
         Trainer(_model(), _ids(10), None, _config(block_size=16))
     with pytest.raises(TypeError, match="config"):
         Trainer(_model(), _ids(), None, {"max_steps": 3})
+
+
+def test_cli_builds_gpt_from_config_json(tmp_path):
+    fields = {"vocab_size": 11, "n_layer": 1, "n_head": 2, "d_model": 16, "block_size": 16}
+    torch.manual_seed(5)
+    built = build_model("course_llm.gpt:GPT", config=json.loads(json.dumps(fields)))
+    torch.manual_seed(5)
+    direct = GPT(GPTConfig(**fields))                               # the oracle: built by hand
+    assert isinstance(built, GPT) and built.config == direct.config
+    for (n, a), b in zip(built.state_dict().items(), direct.state_dict().values()):
+        assert torch.equal(a, b), n
+    llama = build_model("course_llm.gpt:GPT", config=fields, config_class="course_llm.gpt:GPTConfig.llama_style")
+    assert llama.config == GPTConfig.llama_style(**fields)
+    assert isinstance(build_model("test_train:TinyLM", {"vocab_size": 7}), TinyLM)   # kwargs route unchanged
+    with pytest.raises(ValueError, match="config-class"):
+        build_model("test_train:TinyLM", config={"d": 4})           # no TinyLMConfig
+    with pytest.raises(ValueError, match="MODULE:NAME"):
+        build_model("course_llm.gpt.GPT", config=fields)
+    with pytest.raises(TypeError, match="config"):
+        build_model("course_llm.gpt:GPT", config='{"n_layer": 1}')
+    # the command line end to end: block_size filled in from the training configuration
+    torch.save(_ids(), tmp_path / "train.pt")
+    history = main(["--model", "course_llm.gpt:GPT", "--model-config", json.dumps({k: v for k, v in fields.items() if k != "block_size"}),
+                    "--train-config", json.dumps(dict(max_steps=2, batch_size=2, block_size=8, warmup_steps=1)),
+                    "--train-ids", str(tmp_path / "train.pt"), "--out", str(tmp_path / "gpt")])
+    assert len(history["train_loss"]) == 2
+    info = json.loads((latest_checkpoint(tmp_path / "gpt") / "state.json").read_text())
+    assert info["model_config"] == {**asdict(GPTConfig(**fields)), "block_size": 8}
