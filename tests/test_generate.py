@@ -1,0 +1,139 @@
+"""course_llm.generate against independent oracles: the uncached model, transformers' logits
+warpers and generate() on the same weights (via GPT.to_hf), and brute-force MAP search."""
+import itertools
+
+import pytest
+import torch
+from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
+
+from course_llm.generate import KVCache, beam_search, generate, make_kv_cache, top_k_filter, top_p_filter
+from course_llm.gpt import GPT, GPTConfig
+
+CONFIGS = {
+    "gpt2": lambda: GPTConfig.gpt2_style(vocab_size=64, block_size=48, n_layer=2, d_model=32, n_head=4),
+    "llama": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32, n_head=4),
+    "llama_gqa": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32,
+                                                n_head=4, n_kv_head=2),
+    "llama_mqa": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32,
+                                                n_head=4, n_kv_head=1),
+}
+
+
+def model_of(name, seed=0):
+    torch.manual_seed(seed)
+    return GPT(CONFIGS[name]()).eval()
+
+
+def prompt(B=3, T=5, V=64, seed=1):
+    return torch.randint(0, V, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_cached_equals_uncached(name):
+    m, idx = model_of(name), prompt()
+    assert torch.equal(generate(m, idx, 16, temperature=0), generate(m, idx, 16, temperature=0, use_cache=False))
+    for kw in (dict(temperature=0.7, top_k=10), dict(temperature=1.3, top_p=0.9, top_k=20)):
+        a = generate(m, idx, 16, generator=torch.Generator().manual_seed(3), **kw)
+        b = generate(m, idx, 16, use_cache=False, generator=torch.Generator().manual_seed(3), **kw)
+        assert torch.equal(a, b), kw
+
+
+def test_cache_stores_kv_heads():
+    m = model_of("llama_gqa")
+    caches = make_kv_cache(m, batch_size=2, max_length=10)
+    assert len(caches) == 2 and caches[0].k.shape == (2, 2, 10, 8)
+    with pytest.raises(ValueError, match="overflow"):
+        KVCache(1, 1, 2, 4).update(torch.zeros(1, 1, 3, 4), torch.zeros(1, 1, 3, 4))
+
+
+def random_logits(seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(6, 40, generator=g) * 3
+    ties = torch.randint(-2, 3, (6, 40), generator=g).float()     # many exact ties
+    return torch.cat([x, ties, torch.full((1, 40), 1.5)])          # a constant row too
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_filters_equal_transformers(seed):
+    s = random_logits(seed)
+    for k in (1, 2, 5, 17, 40, 100):
+        assert torch.equal(top_k_filter(s, k), TopKLogitsWarper(k)(None, s)), k
+    for p in (0.01, 0.1, 0.5, 0.9, 0.999, 1.0):
+        assert torch.equal(top_p_filter(s, p), TopPLogitsWarper(p)(None, s)), p
+    assert torch.equal(top_p_filter(s[0], 0.5), TopPLogitsWarper(0.5)(None, s[:1])[0])   # 1-D input
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama_gqa"])
+def test_greedy_equals_transformers(name):
+    m, idx = model_of(name), prompt()
+    hf = m.to_hf().eval()
+    ref = hf.generate(idx, attention_mask=torch.ones_like(idx), max_new_tokens=30, do_sample=False, num_beams=1)
+    assert torch.equal(generate(m, idx, 30, temperature=0), ref)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama_gqa"])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_beam_equals_transformers(name, k):
+    m, hf = model_of(name), None
+    hf = m.to_hf().eval()
+    for seed in range(2):
+        idx = prompt(B=1, seed=seed)
+        ref = hf.generate(idx, attention_mask=torch.ones_like(idx), max_new_tokens=15, do_sample=False,
+                          num_beams=k, length_penalty=0.0, early_stopping=True)
+        assert torch.equal(beam_search(m, idx, k, 15), ref)
+
+
+def test_beam_one_is_greedy():
+    m, idx = model_of("llama"), prompt()
+    assert torch.equal(beam_search(m, idx, 1, 20), generate(m, idx, 20, temperature=0))
+
+
+def seq_logprob(m, seqs, T):
+    """Total log-probability of seqs[:, T:] given seqs[:, :T], all rows in one forward pass."""
+    with torch.no_grad():
+        lp = m(seqs)[0][:, :-1].log_softmax(-1)
+    return lp.gather(-1, seqs[:, 1:, None])[:, T - 1:, 0].sum(-1)
+
+
+def test_brute_force_map_dominates():
+    torch.manual_seed(0)
+    m = GPT(GPTConfig.gpt2_style(vocab_size=6, block_size=8, n_layer=1, d_model=16, n_head=2, init_std=0.5)).eval()
+    idx, L = torch.tensor([[1]]), 4
+    every = torch.tensor([[1, *s] for s in itertools.product(range(6), repeat=L)])
+    best = seq_logprob(m, every, 1).max().item()
+    greedy = seq_logprob(m, generate(m, idx, L, temperature=0), 1).item()
+    beam = seq_logprob(m, beam_search(m, idx, 3, L), 1).item()
+    assert best >= beam - 1e-5 and best >= greedy - 1e-5 and beam >= greedy - 1e-5
+
+
+def test_eos_pads_and_stops():
+    m, idx = model_of("gpt2"), prompt()
+    greedy = generate(m, idx, 10, temperature=0)
+    eos = int(greedy[0, 5 + 2])                      # the token row 0 emits at step 3
+    out = generate(m, idx, 10, temperature=0, eos_id=eos)
+    for row in out:
+        hits = (row[5:] == eos).nonzero()
+        if len(hits):
+            assert (row[5 + hits[0, 0]:] == eos).all()
+    assert (out[:, 5:] == eos).any(1).all() or out.size(1) == 15
+
+
+@pytest.mark.parametrize("kw, arg", [
+    (dict(top_k=0), "top_k"), (dict(top_p=0.0), "top_p"), (dict(top_p=1.5), "top_p"),
+    (dict(temperature=-1.0), "temperature"), (dict(eos_id=64), "eos_id"), (dict(eos_id=-1), "eos_id"),
+    (dict(max_new_tokens=100), "block_size")])
+def test_bad_inputs(kw, arg):
+    m, idx = model_of("gpt2"), prompt()
+    kw = {"max_new_tokens": 3, **kw}
+    with pytest.raises(ValueError, match=arg):
+        generate(m, idx, **kw)
+
+
+def test_bad_beam_and_prompt():
+    m = model_of("gpt2")
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(m, prompt(B=1), 0, 3)
+    with pytest.raises(ValueError, match="idx"):
+        generate(m, torch.zeros(1, 0, dtype=torch.long), 3)
+    with pytest.raises(ValueError, match="eos_id"):
+        beam_search(m, prompt(B=1), 2, 3, eos_id=99)
