@@ -25,7 +25,9 @@ from course_llm.grading_runner import grade_file, grade_path, read_submission
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "grading_fixtures"
 EXERCISES = sorted(exercises())
-FAST = dict(timeout=2.0, total_timeout=30.0)
+# Correct and planted-bug submissions never hang, so a generous limit costs nothing and keeps
+# the verdicts independent of how loaded the machine is (2 s flaked once at load 8 on 2 cores).
+FAST = dict(timeout=10.0, total_timeout=120.0)
 
 
 def _header(path: Path, key: str) -> str:
