@@ -5,6 +5,7 @@ import itertools
 
 import pytest
 import torch
+from concat_cache import ConcatCache
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -165,28 +166,12 @@ def test_cross_attention_with_different_context_width_matches_torch_kdim_vdim():
     assert torch.allclose(ours(x, context=memory), want, atol=1e-5)
 
 
-class _ListCache:
-    """The smallest object satisfying MultiHeadAttention's cache protocol (length, update)."""
-
-    def __init__(self):
-        self.k = self.v = None
-
-    @property
-    def length(self):
-        return 0 if self.k is None else self.k.size(2)
-
-    def update(self, k, v):
-        self.k = k if self.k is None else torch.cat([self.k, k], 2)
-        self.v = v if self.v is None else torch.cat([self.v, v], 2)
-        return self.k, self.v
-
-
 def test_cache_protocol_incremental_equals_full_forward():
     torch.manual_seed(3)
     mha = MultiHeadAttention(32, 8, n_kv_head=2, causal=True, bias=False).double().eval()
     x = torch.randn(2, 9, 32, dtype=torch.float64)
     full = mha(x)
-    cache = _ListCache()
+    cache = ConcatCache()
     pieces = [mha(x[:, :4], cache=cache)] + [mha(x[:, t:t + 1], cache=cache) for t in range(4, 9)]
     assert torch.allclose(torch.cat(pieces, 1), full, atol=1e-12)
     assert cache.k.shape == (2, 2, 9, 4)                         # the cache holds n_kv_head heads

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from concat_cache import ConcatCache
 import torch.nn.functional as F
 
 from course_llm.gpt import GPT, GPTConfig, PRESETS, causal_lm_loss, count_parameters
@@ -125,27 +126,13 @@ def test_loss_with_ignore_index_equals_hugging_face_and_cross_entropy(name):
 
 def test_kv_cache_threading_gives_the_uncached_logits():
     """A minimal cache (concatenating) through `kv_cache`: positions continue from the cache."""
-
-    class Cache:
-        def __init__(self):
-            self.k = self.v = None
-
-        @property
-        def length(self):
-            return 0 if self.k is None else self.k.size(2)
-
-        def update(self, k, v):
-            self.k = k if self.k is None else torch.cat([self.k, k], 2)
-            self.v = v if self.v is None else torch.cat([self.v, v], 2)
-            return self.k, self.v
-
     for config in (GPTConfig.gpt2_style(vocab_size=50, block_size=16),
                    GPTConfig.llama_style(vocab_size=50, block_size=16, n_kv_head=1)):
         torch.manual_seed(6)
         model = GPT(config).double().eval()
         idx = torch.randint(0, 50, (2, 16))
         full, _ = model(idx)
-        caches = [Cache() for _ in range(config.n_layer)]
+        caches = [ConcatCache() for _ in range(config.n_layer)]
         steps = [model(idx[:, :5], kv_cache=caches)[0]]
         steps += [model(idx[:, t:t + 1], kv_cache=caches)[0] for t in range(5, 16)]
         assert torch.allclose(torch.cat(steps, 1), full, atol=1e-10)

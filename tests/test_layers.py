@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from concat_cache import ConcatCache
 import torch.nn as nn
 import torch.nn.functional as F
 from hypothesis import given, settings
@@ -221,20 +222,6 @@ def test_gqa_with_n_kv_head_equal_n_head_is_mha():
     assert torch.equal(a(x), b(x))
 
 
-class _Cache:
-    def __init__(self):
-        self.k = self.v = None
-
-    @property
-    def length(self):
-        return 0 if self.k is None else self.k.size(2)
-
-    def update(self, k, v):
-        self.k = k if self.k is None else torch.cat([self.k, k], 2)
-        self.v = v if self.v is None else torch.cat([self.v, v], 2)
-        return self.k, self.v
-
-
 def test_rope_gqa_block_incremental_with_cache_equals_full():
     torch.manual_seed(5)
     cfg = TransformerConfig(d_model=32, n_head=4, n_kv_head=2, norm="rms", ffn="glu", activation="silu",
@@ -242,7 +229,7 @@ def test_rope_gqa_block_incremental_with_cache_equals_full():
     block = TransformerBlock(cfg).double().eval()
     x = torch.randn(2, 10, 32, dtype=torch.float64)
     full = block(x)
-    cache = _Cache()
+    cache = ConcatCache()
     steps = [block(x[:, :6], cache=cache)] + [block(x[:, t:t + 1], cache=cache) for t in range(6, 10)]
     assert torch.allclose(torch.cat(steps, 1), full, atol=1e-12)
 
