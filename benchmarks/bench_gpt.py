@@ -1,0 +1,197 @@
+"""Training throughput of course_llm.gpt.GPT on CPU against two reference implementations.
+
+Issue 7's performance target: tokens/s of a training step (forward + backward + AdamW step)
+of the package's GPT at a small gpt2-style configuration is
+
+* at least that of a straightforward model that loops over heads (one q/k/v Linear per head,
+  attention written out with softmax, heads concatenated: the "let's build GPT" style), and
+* within 10% of a nanoGPT-style model (one fused c_attn Linear for q, k, v, PyTorch's fused
+  causal scaled_dot_product_attention).
+
+Both references are written here (benchmark code only). They have the same parameter count
+and are loaded with the same weights as ours; the script checks that the three give the same
+loss before timing. Runs are interleaved (the machine is shared) and medians are compared.
+Model FLOPs utilisation is MFU = (6 N + 12 n_layer d_model T) * tokens/s / peak, with N the
+parameter count and peak the measured FLOP/s of a large float32 torch.matmul on the same
+threads (the formula of the PaLM paper's appendix B, as nanoGPT's estimate_mfu uses).
+
+    .venv/bin/python benchmarks/bench_gpt.py [--threads N] [--repeats R] [--steps S]
+"""
+
+import argparse
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from course_llm.gpt import GPT, GPTConfig
+
+V, T, B, L, D, H = 2048, 128, 8, 4, 256, 8
+
+
+class NanoBlock(nn.Module):
+    """nanoGPT's block: fused c_attn, is_causal SDPA, tanh-GELU MLP, pre-LN."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.c_attn, self.c_proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+        self.c_fc, self.mlp_proj = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+
+    def attn(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.c_attn(x).split(D, dim=2)
+        q, k, v = (z.view(b, t, H, D // H).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, D))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Head(nn.Module):
+    """One causal self-attention head written out."""
+
+    def __init__(self):
+        super().__init__()
+        self.query, self.key, self.value = (nn.Linear(D, D // H) for _ in range(3))
+
+    def forward(self, x):
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        w = q @ k.transpose(-2, -1) / math.sqrt(D // H)
+        t = x.size(1)
+        w = w.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        return w.softmax(-1) @ v
+
+
+class LoopBlock(NanoBlock):
+    """The same block, attention as a Python loop over H single-head modules."""
+
+    def __init__(self):
+        super().__init__()
+        del self.c_attn
+        self.heads = nn.ModuleList(Head() for _ in range(H))
+
+    def attn(self, x):
+        return self.c_proj(torch.cat([h(x) for h in self.heads], dim=-1))
+
+
+class RefGPT(nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, D), nn.Embedding(T, D)
+        self.blocks = nn.ModuleList(block() for _ in range(L))
+        self.ln_f = nn.LayerNorm(D)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        for b in self.blocks:
+            x = b(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)               # tied output
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+@torch.no_grad()
+def load_from(ref, ours):
+    """Copy ours' weights into a reference model (q/k/v stacked for nanoGPT, split per head for the loop)."""
+    ref.wte.weight.copy_(ours.tok_emb.weight)
+    ref.wpe.weight.copy_(ours.pos_emb.weight)
+    ref.ln_f.load_state_dict(ours.norm.state_dict())
+    for rb, ob in zip(ref.blocks, ours.blocks):
+        a = ob.attn
+        rb.ln_1.load_state_dict(ob.norm1.state_dict())
+        rb.ln_2.load_state_dict(ob.norm2.state_dict())
+        rb.c_proj.load_state_dict(a.out_proj.state_dict())
+        rb.c_fc.load_state_dict(ob.ffn.w1.state_dict())
+        rb.mlp_proj.load_state_dict(ob.ffn.w2.state_dict())
+        projs = (a.q_proj, a.k_proj, a.v_proj)
+        if hasattr(rb, "c_attn"):
+            rb.c_attn.weight.copy_(torch.cat([p.weight for p in projs]))
+            rb.c_attn.bias.copy_(torch.cat([p.bias for p in projs]))
+        else:
+            for h, head in enumerate(rb.heads):
+                s = slice(h * D // H, (h + 1) * D // H)
+                for lin, p in zip((head.query, head.key, head.value), projs):
+                    lin.weight.copy_(p.weight[s])
+                    lin.bias.copy_(p.bias[s])
+
+
+def matmul_peak(n=2048, reps=5):
+    """Measured float32 FLOP/s of an n x n x n torch.matmul (median of `reps`)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        a @ b
+        ts.append(time.perf_counter() - t0)
+    return 2 * n ** 3 / statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=3, help="training steps per timed run")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    load0 = os.getloadavg()[0]
+    torch.manual_seed(0)
+    ours = GPT(GPTConfig.gpt2_style(vocab_size=V, block_size=T, n_layer=L, d_model=D, n_head=H,
+                                    d_ff=4 * D))
+    models = {"ours": ours, "nanogpt": RefGPT(NanoBlock), "loop_heads": RefGPT(LoopBlock)}
+    for k in ("nanogpt", "loop_heads"):
+        load_from(models[k], ours)
+    n_params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
+    assert len(set(n_params.values())) == 1, n_params
+    g = torch.Generator().manual_seed(1)
+    idx, tgt = (torch.randint(0, V, (B, T), generator=g) for _ in range(2))
+    losses = {"ours": ours(idx, tgt)[1].item(), **{k: models[k](idx, tgt).item() for k in ("nanogpt", "loop_heads")}}
+    assert max(losses.values()) - min(losses.values()) < 1e-4, losses
+
+    def step_fn(k):
+        m = models[k]
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+        loss_of = (lambda: m(idx, tgt)[1]) if k == "ours" else (lambda: m(idx, tgt))
+
+        def run():
+            for _ in range(a.steps):
+                opt.zero_grad(set_to_none=True)
+                loss_of().backward()
+                opt.step()
+        return run
+
+    runs = {k: step_fn(k) for k in models}
+    for f in runs.values():
+        f()                                                            # warm-up
+    times = {k: [] for k in runs}
+    peaks = []
+    for _ in range(a.repeats):
+        peaks.append(matmul_peak())
+        for k, f in runs.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    tps = {k: a.steps * B * T / statistics.median(v) for k, v in times.items()}
+    peak = statistics.median(peaks)
+    N = n_params["ours"]
+    flops_per_token = 6 * N + 12 * L * D * T
+    print(f"threads={a.threads}, load average {load0:.1f} -> {os.getloadavg()[0]:.1f} (machine shared); "
+          f"gpt2-style L={L} d={D} H={H} V={V} T={T} batch={B}, N={N:,} params, "
+          f"losses equal to {max(losses.values()) - min(losses.values()):.1e}")
+    print(f"measured matmul peak (2048^3 float32): {peak / 1e9:.1f} GFLOP/s")
+    print("| model | tokens/s (median of {}) | MFU | ours / model |".format(a.repeats))
+    print("|---|---|---|---|")
+    for k in models:
+        print(f"| {k} | {tps[k]:.0f} | {flops_per_token * tps[k] / peak:.1%} | {tps['ours'] / tps[k]:.2f}x |")
+    print(f"targets: ours/loop_heads >= 1.00 ({'met' if tps['ours'] >= tps['loop_heads'] else 'NOT met'}), "
+          f"ours/nanogpt >= 0.90 ({'met' if tps['ours'] >= 0.9 * tps['nanogpt'] else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
