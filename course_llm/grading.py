@@ -21,7 +21,7 @@ from .grading_sandbox import decode_result, forbid, guarded_call, short
 
 # %% auto #0
 __all__ = ['GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'Check', 'Exercise', 'register', 'exercises',
-           'get_exercise', 'CheckResult', 'Report', 'Student', 'run_checks', 'LocalBackend', 'check']
+           'get_exercise', 'CheckResult', 'Report', 'Student', 'run_checks', 'LocalBackend', 'write_back', 'check']
 
 # %% ../nbs/90_grading.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -103,6 +103,10 @@ class Exercise:
         title: one line for the table and ``course-llm list``.
         forbidden: dotted names of package functions that are switched off while grading
             (the oracle the student is asked to write).
+        mutates: names (or 0-based positions) of the arguments the student's functions are
+            expected to write in place, e.g. a preallocated cache. Writing into any other
+            argument still fails the call; the declared ones are copied back into the check's
+            own objects after each call, so the check can inspect them.
 
     Example:
         >>> ex = Exercise("00_demo", ["double"], title="Double a number")
@@ -114,13 +118,19 @@ class Exercise:
         2
     """
 
-    def __init__(self, name: str, functions: list[str], title: str = "", forbidden: tuple = ()):
+    def __init__(self, name: str, functions: list[str], title: str = "", forbidden: tuple = (),
+                 mutates: tuple = ()):
         if not isinstance(name, str) or not name:
             raise ValueError("name must be a non-empty string such as '01_ngram_counts'")
         if isinstance(functions, str) or not functions:
             raise TypeError("functions must be a non-empty list of function names, e.g. ['count_ngrams']")
         self.name, self.functions, self.title = name, list(functions), title
         self.forbidden = tuple(forbidden)
+        if isinstance(mutates, (str, int)):
+            mutates = (mutates,)
+        if any(isinstance(m, bool) or not isinstance(m, (str, int)) for m in mutates):
+            raise TypeError(f"mutates must hold argument names or positions, got {mutates!r}")
+        self.mutates = tuple(mutates)
         self.checks: list[Check] = []
 
     def check(self, points: int = 1, hint: str = "") -> Callable:
@@ -360,12 +370,47 @@ class LocalBackend:
             module_name, _, attr = dotted.rpartition(".")
             if fn is getattr(importlib.import_module(module_name), attr, None):
                 raise StudentError(f"{name} is the package's own {dotted}; write your own")
+        originals = (args, kwargs)
         args, kwargs = copy.deepcopy((args, kwargs))
+        mutates = getattr(self.exercise, "mutates", ())
         with forbid(self.exercise.forbidden):
-            outcome = guarded_call(fn, args, kwargs, self.max_output, time_limit=timeout)
+            outcome = guarded_call(fn, args, kwargs, self.max_output, time_limit=timeout, mutates=mutates)
         if outcome.problem:
             raise StudentError(f"{name} {outcome.problem}")
+        if outcome.mutated is not None:
+            write_back(originals, decode_result(outcome.mutated))
         return decode_result(outcome.payload)
+
+
+def write_back(originals: tuple, mutated: dict) -> None:
+    """Copy the arguments a call wrote (``CallOutcome.mutated``, decoded) into the caller's objects.
+
+    Tensors and arrays are overwritten in place (same shape required), lists and dicts get the
+    new contents; other objects cannot be updated and are left as they were.
+
+    Example:
+        >>> xs = [1]
+        >>> write_back(([xs], {}), {"args": {0: [1, 2]}, "kwargs": {}})
+        >>> xs
+        [1, 2]
+    """
+    args, kwargs = originals
+    pairs = [(args[i], v) for i, v in mutated.get("args", {}).items()]
+    pairs += [(kwargs[k], v) for k, v in mutated.get("kwargs", {}).items()]
+    for old, new in pairs:
+        if hasattr(old, "copy_") and hasattr(old, "shape"):       # torch tensor
+            if tuple(old.shape) != tuple(new.shape):
+                raise StudentError(f"changed the shape of an argument from {tuple(old.shape)} to "
+                                   f"{tuple(new.shape)}; write into it without resizing")
+            with __import__("torch").no_grad():
+                old.copy_(new)
+        elif hasattr(old, "shape") and hasattr(old, "dtype"):     # numpy array
+            old[...] = new
+        elif isinstance(old, list):
+            old[:] = new
+        elif isinstance(old, dict):
+            old.clear()
+            old.update(new)
 
 
 def check(name: str, namespace: dict | None = None, seed: int | None = None, timeout: float = 5.0,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .grading import (CheckResult, Exercise, GradingError, Report, StudentError, exercises,
-                                get_exercise, run_checks)
+                                get_exercise, run_checks, write_back)
 from .grading_sandbox import decode_result, forbid, guarded_call
 
 # %% auto #0
@@ -131,8 +131,10 @@ def worker_main() -> None:
                 name, args, kwargs = pickle.loads(conn_in.recv_bytes())
             except EOFError:
                 return
-            outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"])
-            conn_out.send_bytes(pickle.dumps((outcome.problem, outcome.payload, outcome.output)))
+            outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"],
+                                   mutates=setup.get("mutates", ()))
+            conn_out.send_bytes(pickle.dumps((outcome.problem, outcome.payload, outcome.output,
+                                              outcome.mutated)))
 
 # %% ../nbs/92_grading_runner.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20
@@ -174,6 +176,7 @@ class WorkerBackend:
         self.conn_in, self.conn_out = Connection(parent_r, writable=False), Connection(parent_w, readable=False)
         self.conn_out.send_bytes(pickle.dumps({
             "cells": self.cells, "functions": self.exercise.functions, "forbidden": self.exercise.forbidden,
+            "mutates": getattr(self.exercise, "mutates", ()),
             "max_output": self.max_output, "module_name": self.module_name}))
         reply = self._receive(self.load_timeout, "your code, while loading,")
         if isinstance(reply, StudentError):
@@ -221,11 +224,15 @@ class WorkerBackend:
         reply = self._receive(timeout, name)
         if isinstance(reply, StudentError):
             raise reply
-        problem, payload, _output = _split_reply(reply)
+        problem, payload, _output, mutated = _split_reply(reply)
         if problem:
             raise StudentError(f"{name} {problem}")
         try:
+            if mutated is not None:           # the declared in-place writes, into the check's objects
+                write_back((args, kwargs), decode_result(mutated))
             return decode_result(payload)
+        except StudentError:
+            raise
         except Exception as error:  # noqa: BLE001 - anything refused by the safe unpickler
             raise StudentError(f"{name} returned something the grader does not accept ({error})") from None
 
@@ -244,9 +251,10 @@ class WorkerBackend:
 
 
 def _split_reply(reply: bytes) -> tuple:
-    """The worker's answer ``(problem, payload, output)``, read without trusting its types."""
-    problem, payload, output = decode_result(reply)
-    return (str(problem) if problem is not None else None), payload, str(output)
+    """The worker's answer ``(problem, payload, output, mutated)``, read without trusting its types."""
+    problem, payload, output, *rest = decode_result(reply)
+    mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
+    return (str(problem) if problem is not None else None), payload, str(output), mutated
 
 # %% ../nbs/92_grading_runner.ipynb #92a4b461
 def grade_file(path: str, exercise: str | None = None, seed: int | None = None,

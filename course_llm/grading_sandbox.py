@@ -274,6 +274,11 @@ class CallOutcome:
     payload: bytes | None
     problem: str | None
     output: str
+    mutated: bytes | None = None
+
+    # mutated: for an exercise that declares ``mutates``, ``pickle.dumps(encode_result(...))``
+    # of ``{"args": {position: value}, "kwargs": {name: value}}``: the declared arguments as
+    # the call left them, so the grader can copy them back into the check's own objects.
 
 
 def _student_traceback(error: BaseException) -> str:
@@ -308,15 +313,39 @@ def _first_difference(old: Any, new: Any, path: str = "", depth: int = 0) -> tup
     return path, old, new
 
 
-def _mutation(fn: Callable, before: tuple, args: tuple, kwargs: dict) -> str | None:
-    """Describe the first argument `fn` changed in place, or None."""
+def _declared(fn: Callable, args: tuple, kwargs: dict, mutates: tuple) -> tuple[set, set]:
+    """The positions and keyword names among (args, kwargs) that `mutates` allows `fn` to write.
+
+    `mutates` holds parameter names or 0-based positions; a name given positionally is found
+    through `fn`'s signature.
+    """
     try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         names = []
+    positions, keys = set(), set()
+    for m in mutates:
+        if isinstance(m, int) and 0 <= m < len(args):
+            positions.add(m)
+        elif isinstance(m, int) and m < len(names) and names[m] in kwargs:
+            keys.add(names[m])
+        elif isinstance(m, str) and m in kwargs:
+            keys.add(m)
+        elif isinstance(m, str) and m in names and names.index(m) < len(args):
+            positions.add(names.index(m))
+    return positions, keys
+
+
+def _mutation(fn: Callable, before: tuple, args: tuple, kwargs: dict, mutates: tuple = ()) -> str | None:
+    """Describe the first argument `fn` changed in place (not counting those in `mutates`), or None."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    positions, keys = _declared(fn, args, kwargs, mutates)
     pairs = [(names[i] if i < len(names) else f"argument {i + 1}", old, new)
-             for i, (old, new) in enumerate(zip(before[0], args))]
-    pairs += [(key, before[1][key], kwargs.get(key)) for key in before[1]]
+             for i, (old, new) in enumerate(zip(before[0], args)) if i not in positions]
+    pairs += [(key, before[1][key], kwargs.get(key)) for key in before[1] if key not in keys]
     for name, old, new in pairs:
         if not same(old, new):
             path, was, now = _first_difference(old, new)
@@ -326,7 +355,8 @@ def _mutation(fn: Callable, before: tuple, args: tuple, kwargs: dict) -> str | N
 
 
 def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_000,
-                 time_limit: float | None = None, check_inputs: bool = True) -> CallOutcome:
+                 time_limit: float | None = None, check_inputs: bool = True,
+                 mutates: tuple = ()) -> CallOutcome:
     """Call ``fn(*args, **kwargs)`` and report what went wrong, if anything.
 
     Args:
@@ -337,6 +367,9 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
         time_limit: seconds, enforced with an alarm signal in the main thread (in-process use);
             None when the caller enforces it from outside (the worker process).
         check_inputs: compare the arguments before and after the call.
+        mutates: names or 0-based positions of the arguments `fn` is expected to write in
+            place: they are not compared, and their final state is returned in
+            ``CallOutcome.mutated``.
 
     Example:
         >>> def pad(xs):
@@ -377,14 +410,21 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
         problem = (f"called {seeds[0]}() while running, which resets the random numbers of everything "
                    "that runs after it; take a torch.Generator argument instead of seeding globally")
     if problem is None and before is not None:
-        problem = _mutation(fn, before, args, kwargs)
-    payload = None
+        problem = _mutation(fn, before, args, kwargs, mutates)
+    payload = mutated = None
     if problem is None:
         try:
             payload = pickle.dumps(encode_result(value))
         except (TypeError, pickle.PicklingError, RecursionError) as error:
             problem = f"returned {error}, which the grader cannot accept; return plain data or tensors"
-    return CallOutcome(payload, problem, out.getvalue())
+    if problem is None and mutates:
+        positions, keys = _declared(fn, args, kwargs, mutates)
+        try:
+            mutated = pickle.dumps(encode_result({"args": {i: args[i] for i in positions},
+                                                  "kwargs": {k: kwargs[k] for k in keys}}))
+        except (TypeError, pickle.PicklingError, RecursionError) as error:
+            problem = f"left an argument holding {error}, which the grader cannot read back"
+    return CallOutcome(payload, problem, out.getvalue(), mutated)
 
 
 

@@ -229,3 +229,73 @@ def test_grading_errors():
         get_exercise("00_nope")
     with pytest.raises(GradingError, match="no such file or folder"):
         grade_path("/nonexistent/path")
+
+
+# Exercise(..., mutates=...): arguments a function is expected to write in place (08_kv_append).
+_FILL_SOURCES = {
+    "writes": "def fill(buf, n, extra):\n    buf[:n] = 7\n    return n\n",
+    "copies": "def fill(buf, n, extra):\n    out = buf.clone()\n    out[:n] = 7\n    return n\n",
+    "writes_undeclared": "def fill(buf, n, extra):\n    buf[:n] = 7\n    extra.append(1)\n    return n\n",
+}
+
+
+def _fill_exercise(mutates):
+    import torch
+
+    from course_llm.grading import Exercise, expect
+
+    ex = Exercise("00_fill", ["fill"], mutates=mutates)
+
+    @ex.check()
+    def returns(student, rng):
+        expect(student.fill(torch.zeros(4), 2, []) == 2, "wrong return value")
+
+    @ex.check()
+    def buffer_written(student, rng):
+        buf = torch.zeros(4)
+        student.fill(buf, 3, [])
+        expect(buf.tolist() == [7.0, 7.0, 7.0, 0.0], f"buf is {buf.tolist()}")
+
+    @ex.check()
+    def keyword_written(student, rng):
+        buf = torch.zeros(4)
+        student.fill(n=1, buf=buf, extra=[])
+        expect(buf.tolist() == [7.0, 0.0, 0.0, 0.0], f"buf is {buf.tolist()}")
+
+    return ex
+
+
+@pytest.mark.parametrize("backend", ["local", "worker"])
+@pytest.mark.parametrize("mutates", [("buf",), (0,)], ids=["by_name", "by_position"])
+def test_mutates_declared_arguments_are_sent_back(backend, mutates):
+    from course_llm.grading import LocalBackend, run_checks
+    from course_llm.grading_runner import WorkerBackend
+
+    ex = _fill_exercise(mutates)
+    failed = {}
+    for kind, source in _FILL_SOURCES.items():
+        if backend == "local":
+            namespace = {}
+            exec(source, namespace)
+            be = LocalBackend(namespace, ex)
+        else:
+            be = WorkerBackend([("cell 1", source)], ex)
+        try:
+            report = run_checks(ex, be, seed=0, **FAST)
+        finally:
+            getattr(be, "close", lambda: None)()
+        failed[kind] = {r.name for r in report.results if not r.passed}
+        if kind == "writes_undeclared":
+            assert all("changed its input in place: extra" in r.message for r in report.results), report.table()
+    assert failed == {"writes": set(), "copies": {"buffer_written", "keyword_written"},
+                      "writes_undeclared": {"returns", "buffer_written", "keyword_written"}}
+
+
+def test_without_mutates_any_write_fails():
+    from course_llm.grading import LocalBackend, run_checks
+
+    ex = _fill_exercise(())
+    namespace = {}
+    exec(_FILL_SOURCES["writes"], namespace)
+    report = run_checks(ex, LocalBackend(namespace, ex), seed=0, **FAST)
+    assert report.score == 0 and all("changed its input in place: buf" in r.message for r in report.results)
