@@ -219,19 +219,21 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     _check_qkv(q, k, v)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"`dropout_p` must be in [0, 1), got {dropout_p}")
-    if q.dim() >= 3:
-        n_rep = q.size(-3) // k.size(-3)
-        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+    # grouped-query attention: the kernel pairs query head h with key/value head h // n_rep itself
+    # (enable_gqa), the same pairing as `repeat_kv` without copying the keys and values
+    gqa = q.dim() >= 3 and q.size(-3) != k.size(-3)
     n_query, n_key = q.size(-2), k.size(-2)
     if is_causal and mask is None and n_query == n_key:
         # the fused kernel's own causal path: no mask tensor at all
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale,
+                                              enable_gqa=gqa)
     if is_causal and mask is None and n_query == 1:
         is_causal = False                                      # one new token sees every key
     mask = _combined_mask(mask, is_causal, n_query, n_key, q.device)
     if mask is not None and mask.dtype != torch.bool:
         mask = mask.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale,
+                                          enable_gqa=gqa)
 
 # %% ../nbs/05_attention.ipynb #4522fcf8
 class MultiHeadAttention(nn.Module):

@@ -273,7 +273,8 @@ class RMSNorm(nn.Module):
         """Normalise x (..., d_model) over its last axis."""
         dtype = x.dtype
         x = x.to(torch.promote_types(dtype, torch.float32))
-        return self.weight * rms_norm(x, 1.0, self.eps).to(dtype)
+        normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)   # rms_norm with gamma 1
+        return self.weight * normed.to(dtype)
 
 # %% ../nbs/06_transformer_block.ipynb #d1648fbb
 def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
@@ -356,10 +357,39 @@ class RotaryEmbedding(nn.Module):
         if d_head % 2:
             raise ValueError(f"`d_head` must be even for RoPE, got {d_head}")
         self.d_head, self.base, self.interleaved = d_head, base, interleaved
+        self._tables = {}            # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
+
+    def _cos_sin(self, n, device, dtype):
+        """cos and sin tables (n, d_head), each half repeated, computed as `apply_rope` does."""
+        cos_sin = self._tables.get((device, dtype))
+        if cos_sin is None or cos_sin[0].size(0) < n:
+            n = max(n, 2 * (0 if cos_sin is None else cos_sin[0].size(0)), 256)
+            compute = torch.promote_types(dtype, torch.float32)
+            inv_freq = self.base ** (-torch.arange(0, self.d_head, 2, device=device, dtype=compute) / self.d_head)
+            angle = torch.arange(n, device=device).to(compute)[:, None] * inv_freq      # (n, d/2)
+            cos_sin = tuple(torch.cat([t, t], -1).to(dtype) for t in (angle.cos(), angle.sin()))
+            self._tables[(device, dtype)] = cos_sin
+        return cos_sin
 
     def forward(self, x, positions):
-        """Rotate x (..., T, d_head) by the angles of `positions`, (T,) or (batch, T)."""
-        return apply_rope(x, positions, self.base, self.interleaved)
+        """Rotate x (..., T, d_head) by the angles of `positions`, (T,) or (batch, T).
+
+        Non-interleaved RoPE at integer positions reads cos and sin from tables computed once
+        (bit-identical to `apply_rope`, which handles every other case).
+        """
+        if (self.interleaved or torch.is_floating_point(positions) or positions.dim() not in (1, 2)
+                or x.size(-1) != self.d_head or positions.size(-1) != x.size(-2) or positions.numel() == 0):
+            return apply_rope(x, positions, self.base, self.interleaved)
+        lo, hi = positions.aminmax()
+        if int(lo) < 0:
+            return apply_rope(x, positions, self.base, self.interleaved)
+        cos, sin = self._cos_sin(int(hi) + 1, x.device, x.dtype)
+        cos, sin = cos[positions], sin[positions]                     # (T, d) or (B, T, d)
+        if positions.dim() == 2:
+            cos, sin = cos[:, None], sin[:, None]                     # (B, 1, T, d): all heads
+        half = self.d_head // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)  # (-x2, x1)
+        return x * cos + rotated * sin                                # (x1 cos - x2 sin, x2 cos + x1 sin)
 
 # %% ../nbs/06_transformer_block.ipynb #927b73c4
 def kv_cache_bytes_per_token(n_layer, n_kv_head, d_head, bytes_per_value=2):
