@@ -8,6 +8,13 @@ tokens/s of transformers at batch 1 and >= 1.0x at batch 8. Runs are interleaved
 median of `--repeats` is reported; the script also checks that all paths emit the same tokens.
 
     .venv/bin/python benchmarks/bench_generate.py [--threads N] [--repeats R]
+
+Measured 2026-11-23, 1 thread, 2 shared cores (ratios of medians of 3; absolute tok/s swing
+with the load). Before the enable_gqa / RoPE-table change (main), load 3.1: llama cached/uncached
+7.4x, ours/HF 1.11x (batch 1) 1.10x (batch 8); gpt2 10.1x, 1.35x, 1.23x. After, load 6.4:
+llama 9.0x, 1.41x, 1.09x; gpt2 12.0x, 1.24x, 1.31x; load 5.3: llama 9.5x, 1.44x, 1.08x;
+gpt2 11.4x, 1.29x, 1.25x. A run at load 7.9-10 gave llama 5.1x, 0.99x, 1.25x; gpt2 6.0x,
+0.77x, 1.19x: under heavy contention the batch-1 ratios are not reliable.
 """
 
 import argparse
