@@ -4,14 +4,14 @@
 __all__ = ['EQUALS', 'permutation_parity', 'mapping_batch', 'copy_or_guess_accuracy', 'fit_answers', 'accuracy_by_shots',
            'parity_batch', 'final_answer_accuracy']
 
-# %% ../nbs/11_icl.ipynb #6ddb4290
+# %% ../nbs/11_icl.ipynb #0af19ea5
 import torch
 
 from .gpt import GPT, causal_lm_loss
 from .generate import generate
 from .train import cosine_schedule, param_groups
 
-# %% ../nbs/11_icl.ipynb #79d98ed7
+# %% ../nbs/11_icl.ipynb #d1cbfd91
 def permutation_parity(perm):
     """Parity (0 even, 1 odd) of each permutation: the number of inversions mod 2.
 
@@ -82,7 +82,7 @@ def copy_or_guess_accuracy(n_keys, k):
     unseen = (1 - 1 / n_keys) ** k
     return 1 - unseen + unseen / n_keys
 
-# %% ../nbs/11_icl.ipynb #a9fa5b77
+# %% ../nbs/11_icl.ipynb #2fe54dda
 def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_decay=0.01):
     """Train `model` with AdamW on fresh batches, loss only where the targets are not -100.
 
@@ -150,7 +150,7 @@ def accuracy_by_shots(model, seq):
     guess = model(seq)[0][:, 0::2].argmax(-1)          # (B, K): prediction after each key
     return (guess == seq[:, 1::2]).float().mean(0).tolist()
 
-# %% ../nbs/11_icl.ipynb #16ce38f0
+# %% ../nbs/11_icl.ipynb #f00f5f42
 EQUALS = 2   # token id of "=" in the parity task (bits are tokens 0 and 1)
 
 

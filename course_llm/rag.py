@@ -4,14 +4,14 @@
 __all__ = ['RELATIONS', 'NAME_POOL', 'tokenize', 'bm25_idf', 'bm25_scores', 'BM25Retriever', 'invented_names', 'make_world',
            'WordVocab', 'rag_prompt', 'qa_batch', 'answer_accuracy']
 
-# %% ../nbs/11b_rag.ipynb #c3232f68
+# %% ../nbs/11b_rag.ipynb #c0c1e84d
 import math
 import re
 from collections import Counter
 
 import torch
 
-# %% ../nbs/11b_rag.ipynb #55ae52e6
+# %% ../nbs/11b_rag.ipynb #c61ccde9
 def tokenize(text):
     """Lower-case word tokens of `text` (runs of letters and digits): the retriever's vocabulary.
 
@@ -130,7 +130,7 @@ class BM25Retriever:
         order = sorted(range(len(s)), key=lambda i: -s[i])
         return [self.passages[i] for i in order[:k]]
 
-# %% ../nbs/11b_rag.ipynb #42512652
+# %% ../nbs/11b_rag.ipynb #37d018e7
 _SYLLABLES = ["ka", "lo", "mi", "zor", "ve", "qu", "ta", "ren", "sa", "dol", "pi", "nu", "bre", "fa", "gul", "tes",
               "ob", "dri", "mun", "ha", "ix", "pel", "wu", "sen"]
 RELATIONS = ("capital", "language")
@@ -178,7 +178,7 @@ def make_world(n_countries, generator):
         qa.append((f"what is the language of {country} ?", language, i))
     return passages, qa
 
-# %% ../nbs/11b_rag.ipynb #afeb642d
+# %% ../nbs/11b_rag.ipynb #74ae22e1
 class WordVocab:
     """A word-level vocabulary that grows as words are encoded (id 0 is padding).
 
