@@ -4,7 +4,7 @@
 __all__ = ['RewardModel', 'bradley_terry_loss', 'ranked_to_pairs', 'preference_pairs', 'token_logprobs', 'sequence_logprobs',
            'kl_penalty_rewards', 'gae', 'ppo_clip_loss', 'PPOConfig', 'PPOTrainer', 'dpo_loss']
 
-# %% ../nbs/13_rlhf.ipynb #92d6dbb0
+# %% ../nbs/13_rlhf.ipynb #f551a94e
 import copy
 import warnings
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from .gpt import GPT, causal_lm_loss
 from .generate import generate
 
-# %% ../nbs/13_rlhf.ipynb #6eee69b7
+# %% ../nbs/13_rlhf.ipynb #3ad55a04
 class RewardModel(nn.Module):
     """The SFT model with its output layer replaced by a scalar head: r_theta(x, y).
 
@@ -52,7 +52,7 @@ class RewardModel(nn.Module):
             last = (idx != self.pad_id).long().cumsum(1).argmax(1)   # last non-pad position
         return self.head(h[torch.arange(idx.size(0), device=idx.device), last])[:, 0]   # (B,)
 
-# %% ../nbs/13_rlhf.ipynb #1506a02e
+# %% ../nbs/13_rlhf.ipynb #842b675f
 def bradley_terry_loss(r_chosen, r_rejected):
     """Mean Bradley-Terry loss -log sigma(r(x, y_w) - r(x, y_l)) over a batch of comparisons.
 
@@ -78,7 +78,7 @@ def _check_pair(name_a, a, name_b, b):
     if a.shape != b.shape:
         raise ValueError(f"`{name_a}` {tuple(a.shape)} and `{name_b}` {tuple(b.shape)} must have the same shape")
 
-# %% ../nbs/13_rlhf.ipynb #4c766bf2
+# %% ../nbs/13_rlhf.ipynb #ad8c1a90
 def ranked_to_pairs(ranked):
     """All K(K-1)/2 (winner, loser) pairs implied by a ranking, best first.
 
@@ -132,7 +132,7 @@ def preference_pairs(prompts, rankings):
         warnings.warn(f"preference_pairs skipped {skipped} pair(s) with identical responses", UserWarning)
     return triples, skipped
 
-# %% ../nbs/13_rlhf.ipynb #5b4500ed
+# %% ../nbs/13_rlhf.ipynb #d0679e54
 def token_logprobs(logits, ids):
     """log p(u_{t+1} | u_1..u_t) of the tokens actually there: shape (batch, T-1).
 
@@ -182,7 +182,7 @@ def _check_tensor(name, x, dim=None):
     if dim is not None and x.dim() != dim:
         raise ValueError(f"`{name}` must have {dim} dimensions, got shape {tuple(x.shape)}")
 
-# %% ../nbs/13_rlhf.ipynb #822af870
+# %% ../nbs/13_rlhf.ipynb #7523d2f4
 def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     """Per-token rewards r_t = -beta (log pi(y_t) - log pi_SFT(y_t)), plus the score on the last token.
 
@@ -214,7 +214,7 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     return rewards.index_put((torch.arange(B, device=rewards.device), last),
                              rewards[torch.arange(B, device=rewards.device), last] + score.to(rewards.dtype))
 
-# %% ../nbs/13_rlhf.ipynb #aee66a1f
+# %% ../nbs/13_rlhf.ipynb #8e838555
 def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
     """Generalized advantage estimation, A_t = sum_l (gamma lam)^l delta_{t+l}, by the backward recursion.
 
@@ -252,7 +252,7 @@ def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
         adv[:, t] = running
     return adv, (adv + values) * mask
 
-# %% ../nbs/13_rlhf.ipynb #fb80e5a1
+# %% ../nbs/13_rlhf.ipynb #c62b8108
 def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
     """PPO's clipped surrogate, negated to be minimised: -mean(min(rho A, clip(rho, 1-eps, 1+eps) A)).
 
@@ -279,7 +279,7 @@ def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
 def _masked_mean(x, mask=None):
     return x.mean() if mask is None else (x * mask).sum() / mask.sum().clamp(min=1)
 
-# %% ../nbs/13_rlhf.ipynb #68dc4688
+# %% ../nbs/13_rlhf.ipynb #71a0a34a
 @dataclass
 class PPOConfig:
     """Hyperparameters of `PPOTrainer` (defaults suit the chapter's tiny model).
@@ -396,7 +396,7 @@ class PPOTrainer:
         stats = self.update(batch, ptx_ids, ptx_labels if ptx_labels is not None else ptx_ids)
         return {"score": batch["score"].mean().item(), "kl": batch["kl"].mean().item(), **stats}
 
-# %% ../nbs/13_rlhf.ipynb #341f6e82
+# %% ../nbs/13_rlhf.ipynb #04037f61
 def dpo_loss(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps, beta=0.1):
     """The DPO loss -log sigma(beta [(log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l))]).
 
