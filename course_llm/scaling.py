@@ -3,13 +3,13 @@
 # %% auto #0
 __all__ = ['CHINCHILLA', 'training_flops', 'PowerLawFit', 'fit_power_law', 'chinchilla_loss', 'chinchilla_optimal']
 
-# %% ../nbs/14b_scaling.ipynb #0e496ff2
+# %% ../nbs/14b_scaling.ipynb #f942bacb
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-# %% ../nbs/14b_scaling.ipynb #1573bc6d
+# %% ../nbs/14b_scaling.ipynb #01bcb518
 def training_flops(n_params, n_tokens):
     """Training compute C = 6 N D in FLOPs (forward 2ND, backward 4ND).
 
@@ -27,7 +27,7 @@ def training_flops(n_params, n_tokens):
     C = 6.0 * N * D
     return float(C) if C.ndim == 0 else C
 
-# %% ../nbs/14b_scaling.ipynb #412a15ca
+# %% ../nbs/14b_scaling.ipynb #41f881ad
 @dataclass
 class PowerLawFit:
     """L(N) = E + A N^(-alpha), with the standard error and 95% interval of alpha.
@@ -98,7 +98,7 @@ def fit_power_law(N, L, with_offset=False):
     return PowerLawFit(alpha=float(-b), A=math.exp(a), E=E, alpha_se=se,
                        alpha_ci=(float(-b - t * se), float(-b + t * se)))
 
-# %% ../nbs/14b_scaling.ipynb #30ddee11
+# %% ../nbs/14b_scaling.ipynb #6618b052
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)   # Hoffmann et al. 2022, approach 3
 
 

@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['DIGIT_WORDS', 'info_nce', 'vicreg_loss', 'clip_loss', 'digit_prompts', 'TextEncoder', 'CLIP', 'zero_shot_classify']
 
-# %% ../nbs/14c_ssl.ipynb #1f1b0c2e
+# %% ../nbs/14c_ssl.ipynb #841bb2b0
 import math
 
 import torch
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from .layers import TransformerBlock, TransformerConfig
 from .vit import ViT, ViTConfig
 
-# %% ../nbs/14c_ssl.ipynb #f58f5a2c
+# %% ../nbs/14c_ssl.ipynb #a2f96bac
 def _check_pair(z1, z2, min_rows=1):
     for name, z in (("z1", z1), ("z2", z2)):
         if not isinstance(z, torch.Tensor) or z.dim() != 2:
@@ -50,7 +50,7 @@ def info_nce(z1, z2, temperature=0.5):
     targets = torch.cat([torch.arange(N, 2 * N), torch.arange(N)]).to(z.device)   # partner of each row
     return F.cross_entropy(logits, targets)
 
-# %% ../nbs/14c_ssl.ipynb #2f96e72c
+# %% ../nbs/14c_ssl.ipynb #7e29f9db
 def vicreg_loss(z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_terms=False):
     """VICReg loss of Bardes et al. (2022): lam * invariance + mu * variance + nu * covariance.
 
@@ -90,7 +90,7 @@ def vicreg_loss(z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_t
     loss = lam * terms["invariance"] + mu * terms["variance"] + nu * terms["covariance"]
     return (loss, terms) if return_terms else loss
 
-# %% ../nbs/14c_ssl.ipynb #3ab88c1c
+# %% ../nbs/14c_ssl.ipynb #97aace56
 def clip_loss(image_emb, text_emb, logit_scale):
     """Symmetric contrastive loss of CLIP: row i of each input is a matching (image, text) pair.
 
@@ -114,7 +114,7 @@ def clip_loss(image_emb, text_emb, logit_scale):
     labels = torch.arange(S.size(0), device=S.device)
     return (F.cross_entropy(S, labels) + F.cross_entropy(S.T, labels)) / 2
 
-# %% ../nbs/14c_ssl.ipynb #2b93a964
+# %% ../nbs/14c_ssl.ipynb #ed563d4c
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
@@ -173,7 +173,7 @@ class TextEncoder(nn.Module):
         x = self.norm(x) * keep[..., None]
         return x.sum(1) / keep.sum(1, keepdim=True)                        # (B, d) mean over words
 
-# %% ../nbs/14c_ssl.ipynb #8845c21e
+# %% ../nbs/14c_ssl.ipynb #f5cf18a9
 class CLIP(nn.Module):
     """Image and text encoders projected to a shared space, trained with `clip_loss`.
 
