@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['digits_splits', 'patchify', 'ViTConfig', 'ViT', 'accuracy', 'train_classifier']
 
-# %% ../nbs/09c_vit.ipynb #a8324e05
+# %% ../nbs/09c_vit.ipynb #cf0daf8f
 from dataclasses import dataclass
 
 import torch
@@ -11,7 +11,7 @@ from torch import nn
 
 from .layers import TransformerBlock, TransformerConfig
 
-# %% ../nbs/09c_vit.ipynb #8745c777
+# %% ../nbs/09c_vit.ipynb #0e161f9b
 def digits_splits(test_fraction=0.25, seed=0):
     """scikit-learn's bundled digits as tensors, split into a stratified train and test set.
 
@@ -38,7 +38,7 @@ def digits_splits(test_fraction=0.25, seed=0):
                                        random_state=seed, stratify=y.numpy())
     return X[i_train], y[i_train], X[i_test], y[i_test]
 
-# %% ../nbs/09c_vit.ipynb #6a7dc149
+# %% ../nbs/09c_vit.ipynb #e93c2b9a
 def patchify(images, patch_size):
     """Cut images into non-overlapping square patches, each flattened to a vector.
 
@@ -70,7 +70,7 @@ def patchify(images, patch_size):
     x = x.permute(0, 2, 4, 1, 3, 5)                                 # (B, H/p, W/p, C, p, p)
     return x.reshape(B, (H // p) * (W // p), C * p * p)            # (B, n, C p^2)
 
-# %% ../nbs/09c_vit.ipynb #8c284c7c
+# %% ../nbs/09c_vit.ipynb #021a93a1
 @dataclass
 class ViTConfig:
     """Hyperparameters of a small vision transformer.
@@ -115,7 +115,7 @@ class ViTConfig:
         return TransformerConfig(d_model=self.d_model, n_head=self.n_head, position="none", causal=False,
                                  max_len=self.n_patches + 1, dropout=self.dropout)
 
-# %% ../nbs/09c_vit.ipynb #4da28247
+# %% ../nbs/09c_vit.ipynb #b0ca82ef
 class ViT(nn.Module):
     """Vision transformer: patch tokens plus [CLS], an encoder of `TransformerBlock`s, a head on [CLS].
 
@@ -158,7 +158,7 @@ class ViT(nn.Module):
         """Class logits (batch, n_classes)."""
         return self.head(self.features(images))
 
-# %% ../nbs/09c_vit.ipynb #35b7f8da
+# %% ../nbs/09c_vit.ipynb #f37fe5ab
 def accuracy(model, images, labels, batch_size=512):
     """Share of `images` whose arg-max logit equals `labels` (model in eval mode, no gradients).
 
