@@ -191,17 +191,24 @@ class T5(nn.Module):
         self.enc_norm, self.dec_norm = RMSNorm(c.d_model, c.eps), RMSNorm(c.d_model, c.eps)
         self.lm_head = None if c.tie_word_embeddings else nn.Linear(c.d_model, c.vocab_size, bias=False)
 
-    def _check(self, ids, name):
+    def _check(self, ids, name, window):
         if not torch.is_tensor(ids) or ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
             raise ValueError(f"`{name}` must be an integer tensor of shape (batch, length), got "
                              f"{getattr(ids, 'shape', type(ids))}")
         if ids.size(1) > self.config.max_len:
-            raise ValueError(f"`{name}` has length {ids.size(1)} > max_len {self.config.max_len}; "
-                             f"truncate it or build the model with a larger `max_len`")
+            raise ValueError(f"`{name}` has length {ids.size(1)}, longer than the {window} window "
+                             f"max_len={self.config.max_len}; truncate it or build the model with a larger `max_len`")
+
+    def _check_mask(self, attention_mask, batch, length):
+        if attention_mask is not None and (not torch.is_tensor(attention_mask)
+                                           or tuple(attention_mask.shape) != (batch, length)):
+            raise ValueError(f"`attention_mask` must have the shape ({batch}, {length}) of the encoder input "
+                             f"(1 = token, 0 = padding), got {getattr(attention_mask, 'shape', type(attention_mask))}")
 
     def encode(self, input_ids, attention_mask=None):
         """Encoder states (B, S, d_model) of `input_ids` (B, S); `attention_mask` 1 = token, 0 = pad."""
-        self._check(input_ids, "input_ids")
+        self._check(input_ids, "input_ids", "encoder")
+        self._check_mask(attention_mask, *input_ids.shape)
         x = self.shared(input_ids)
         S = input_ids.size(1)
         mask = self.enc_bias(S, S)
@@ -213,14 +220,22 @@ class T5(nn.Module):
 
     def decode(self, decoder_input_ids, z, attention_mask=None, caches=None):
         """Logits (B, T, vocab) given encoder states `z`; `caches` from `new_caches` for step-by-step decoding."""
-        self._check(decoder_input_ids, "decoder_input_ids")
-        if z.dim() != 3 or z.size(0) != decoder_input_ids.size(0) or z.size(-1) != self.config.d_model:
-            raise ValueError(f"`z` must have shape ({decoder_input_ids.size(0)}, S, {self.config.d_model}), got {tuple(z.shape)}")
+        self._check(decoder_input_ids, "decoder_input_ids", "decoder")
+        if not torch.is_tensor(z) or z.dim() != 3 or z.size(0) != decoder_input_ids.size(0) \
+                or z.size(-1) != self.config.d_model:
+            raise ValueError(f"`z` must have shape ({decoder_input_ids.size(0)}, S, {self.config.d_model}), "
+                             f"got {tuple(getattr(z, 'shape', ()))}")
+        if z.size(1) > self.config.max_len:
+            raise ValueError(f"`z` has {z.size(1)} encoder positions, longer than the encoder window "
+                             f"max_len={self.config.max_len}; encode at most max_len tokens")
+        self._check_mask(attention_mask, z.size(0), z.size(1))
         y = self.shared(decoder_input_ids)
         T = decoder_input_ids.size(1)
         start = 0 if caches is None else caches[0][0].length
         if start + T > self.config.max_len:
-            raise ValueError(f"decoder length {start + T} exceeds max_len {self.config.max_len}")
+            raise ValueError(f"`decoder_input_ids` brings the decoder to length {start + T} ({start} cached + "
+                             f"{T} new), longer than the decoder window max_len={self.config.max_len}; "
+                             f"decode fewer tokens or build the model with a larger `max_len`")
         causal = torch.ones(T, start + T, dtype=torch.bool, device=y.device).tril(start)
         mask = self.dec_bias(T, start + T, offset=start).masked_fill(~causal, torch.finfo(y.dtype).min)
         z_mask = None if attention_mask is None else _pad_bias(attention_mask, y.dtype)
@@ -316,6 +331,9 @@ def greedy_decode(model, input_ids, max_new_tokens, start_id=0, attention_mask=N
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"`max_new_tokens` must be a positive int, got {max_new_tokens!r}")
+    if max_new_tokens > model.config.max_len:
+        raise ValueError(f"`max_new_tokens` ({max_new_tokens}) exceeds the decoder window "
+                         f"max_len={model.config.max_len}; ask for at most {model.config.max_len} tokens")
     z = model.encode(input_ids, attention_mask)
     out = torch.full((input_ids.size(0), 1), start_id, dtype=torch.long, device=input_ids.device)
     caches = model.new_caches(input_ids.size(0), max_new_tokens) if use_cache else None

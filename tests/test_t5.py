@@ -60,3 +60,58 @@ def test_bad_inputs():
         m(torch.zeros(4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="input_ids"):
         m(torch.zeros(1, 4), torch.zeros(1, 3, dtype=torch.long))
+
+
+def _tiny(max_len=8):
+    return T5(T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=32, n_layers=1, n_decoder_layers=1, n_heads=2,
+                       max_len=max_len))
+
+
+def _ids(n, batch=1):
+    return torch.zeros(batch, n, dtype=torch.long)
+
+
+def test_encoder_input_longer_than_window():
+    m = _tiny()
+    with pytest.raises(ValueError, match=r"`input_ids` has length 9, longer than the encoder window max_len=8"):
+        m(_ids(9), _ids(3))
+    with pytest.raises(ValueError, match=r"`input_ids`.*max_len=8"):
+        m.encode(_ids(9))
+    with pytest.raises(ValueError, match=r"`z` has 9 encoder positions.*max_len=8"):
+        m.decode(_ids(2), torch.zeros(1, 9, 16))
+    assert m.encode(_ids(8)).shape == (1, 8, 16)                     # the window itself is allowed
+
+
+def test_decoder_input_longer_than_window():
+    m = _tiny()
+    with pytest.raises(ValueError, match=r"`decoder_input_ids` has length 9, longer than the decoder window max_len=8"):
+        m(_ids(4), _ids(9))
+    assert m(_ids(4), _ids(8)).shape == (1, 8, 20)
+
+
+def test_cached_decoder_past_window():
+    m = _tiny().eval()
+    z = m.encode(_ids(4))
+    caches = m.new_caches(1, 8)
+    with torch.no_grad():
+        m.decode(_ids(6), z, caches=caches)
+        m.decode(_ids(2), z, caches=caches)                           # 8 positions: the whole window
+        with pytest.raises(ValueError, match=r"`decoder_input_ids` brings the decoder to length 9 "
+                                             r"\(8 cached \+ 1 new\).*max_len=8"):
+            m.decode(_ids(1), z, caches=caches)
+
+
+def test_greedy_decode_longer_than_window():
+    m = _tiny().eval()
+    with pytest.raises(ValueError, match=r"`max_new_tokens` \(9\) exceeds the decoder window max_len=8"):
+        greedy_decode(m, _ids(4), 9)
+    assert greedy_decode(m, _ids(4), 8).shape == (1, 8)
+    assert greedy_decode(m, _ids(4), 8, use_cache=False).shape == (1, 8)
+
+
+def test_attention_mask_shape():
+    m = _tiny()
+    with pytest.raises(ValueError, match=r"`attention_mask` must have the shape \(2, 5\)"):
+        m(_ids(5, 2), _ids(3, 2), torch.ones(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"`attention_mask` must have the shape \(1, 5\)"):
+        m.decode(_ids(3), torch.zeros(1, 5, 16), torch.ones(5, dtype=torch.long))
