@@ -2,18 +2,20 @@
 
 # %% auto #0
 __all__ = ['is_control', 'is_whitespace', 'is_punctuation', 'is_cjk', 'bert_normalize', 'pre_tokenize', 'wordpiece_split',
-           'WordPieceTokenizer']
+           'WordPieceTokenizer', 'count_words', 'pair_scores', 'train_wordpiece']
 
-# %% ../nbs/09a_wordpiece.ipynb #2872e37f
+# %% ../nbs/09a_wordpiece.ipynb #9b077896
 import json
 import re
 import string
 import unicodedata
+from collections import Counter, defaultdict
+from fractions import Fraction
 from pathlib import Path
 
 import torch
 
-# %% ../nbs/09a_wordpiece.ipynb #c8bb44ef
+# %% ../nbs/09a_wordpiece.ipynb #d36a33cb
 _ASCII_PUNCT = frozenset(string.punctuation)
 # Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not among them)
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -65,7 +67,7 @@ def is_cjk(ch: str) -> bool:
     cp = ord(ch)
     return any(a <= cp <= b for a, b in _CJK_RANGES)
 
-# %% ../nbs/09a_wordpiece.ipynb #9d584d9a
+# %% ../nbs/09a_wordpiece.ipynb #8422a781
 def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str:
     """BERT's text normalisation: delete control characters, turn whitespace into spaces, put
     spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and lower-case.
@@ -124,7 +126,7 @@ def pre_tokenize(text: str) -> list:
         words.append("".join(cur))
     return words
 
-# %% ../nbs/09a_wordpiece.ipynb #4055aa94
+# %% ../nbs/09a_wordpiece.ipynb #9936a77c
 def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##",
                     max_chars: int = 100) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
@@ -154,7 +156,7 @@ def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "#
         start = end
     return pieces
 
-# %% ../nbs/09a_wordpiece.ipynb #78fceb47
+# %% ../nbs/09a_wordpiece.ipynb #53ac3f96
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -334,3 +336,111 @@ def _truncate_pair(x, y, budget):
     if swap:
         n1, n2 = n2, n1
     return x[:n1], y[:n2]
+
+# %% ../nbs/09a_wordpiece.ipynb #d053a419
+def count_words(text: str, lowercase: bool = True) -> Counter:
+    """How often each pre-tokenized word occurs in `text`, after BERT's normalisation.
+
+    Example:
+        >>> count_words("The cat, the hat.")
+        Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
+    """
+    return Counter(pre_tokenize(bert_normalize(text, lowercase)))
+
+
+def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> dict:
+    """Score every pair of adjacent pieces. ``"frequency"`` (BPE's rule) is count(ab);
+    ``"likelihood"`` (WordPiece's rule) is count(ab) / (count(a) count(b)).
+
+    Args:
+        splits: ``{word: [pieces]}``, the current segmentation of every word.
+        counts: ``{word: count}``.
+
+    Example:
+        >>> splits = {"hug": ["h", "##u", "##g"], "hugs": ["h", "##u", "##g", "##s"]}
+        >>> s = pair_scores(splits, {"hug": 10, "hugs": 5})
+        >>> round(s[("##g", "##s")], 4), round(s[("h", "##u")], 4)
+        (0.0667, 0.0667)
+    """
+    if criterion not in ("likelihood", "frequency"):
+        raise ValueError(f"`criterion` must be 'likelihood' or 'frequency', got {criterion!r}")
+    unit, pair = Counter(), Counter()
+    for w, n in counts.items():
+        s = splits[w]
+        for t in s:
+            unit[t] += n
+        for a, b in zip(s, s[1:]):
+            pair[a, b] += n
+    if criterion == "frequency":
+        return dict(pair)
+    return {(a, b): c / (unit[a] * unit[b]) for (a, b), c in pair.items()}
+
+
+def _best_pair(pair: Counter, unit: Counter, criterion: str) -> tuple:
+    "The best-scoring pair, compared exactly (fractions); ties go to the alphabetically first pair."
+    live = {p: c for p, c in pair.items() if c > 0}
+    if criterion == "frequency":
+        top = max(live.values())
+        return min(p for p, c in live.items() if c == top)
+    approx = {p: c / (unit[p[0]] * unit[p[1]]) for p, c in live.items()}
+    top = max(approx.values())
+    exact = {p: Fraction(live[p], unit[p[0]] * unit[p[1]]) for p, v in approx.items() if v >= top * (1 - 1e-9)}
+    top = max(exact.values())
+    return min(p for p, v in exact.items() if v == top)
+
+
+def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood"):
+    """Learn a WordPiece vocabulary from word counts: start from single characters
+    (``##``-prefixed inside a word) and repeatedly merge the best-scoring adjacent pair
+    (see :func:`pair_scores`) in every word, adding the merged piece to the vocabulary, until it
+    has `vocab_size` entries. Only the words that contain the merged pair are recounted.
+
+    Returns:
+        ``(vocab, merges)``: ``{token: id}`` (special tokens first) and the merged pairs in order.
+
+    Example:
+        >>> vocab, merges = train_wordpiece({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, 13)
+        >>> merges, "##gs" in vocab
+        ([('##g', '##s')], True)
+    """
+    if not isinstance(counts, dict) or not counts or not all(isinstance(w, str) and w for w in counts):
+        raise ValueError("`counts` must be a non-empty dict {word: count}; build one with count_words(text)")
+    if criterion not in ("likelihood", "frequency"):
+        raise ValueError(f"`criterion` must be 'likelihood' or 'frequency', got {criterion!r}")
+    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
+    vocab = list(_SPECIAL) + sorted({t for s in splits.values() for t in s})
+    if not isinstance(vocab_size, int) or vocab_size < len(vocab):
+        raise ValueError(f"`vocab_size` must be an int >= {len(vocab)} (special tokens + alphabet), got {vocab_size!r}")
+    unit, pair, where = Counter(), Counter(), defaultdict(set)
+
+    def account(w, sign):
+        s, n = splits[w], sign * counts[w]
+        for t in s:
+            unit[t] += n
+        for p in zip(s, s[1:]):
+            pair[p] += n
+            where[p].add(w)
+
+    for w in splits:
+        account(w, +1)
+    known, merges = set(vocab), []
+    while len(vocab) < vocab_size and any(c > 0 for c in pair.values()):
+        a, b = _best_pair(pair, unit, criterion)
+        new = a + b[2:] if b.startswith("##") else a + b
+        merges.append((a, b))
+        for w in list(where.pop((a, b))):
+            s = splits[w]
+            if (a, b) not in zip(s, s[1:]):
+                continue                                # stale entry: an earlier merge removed it
+            account(w, -1)
+            i, out = 0, []
+            while i < len(s):
+                if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
+                    out.append(new); i += 2
+                else:
+                    out.append(s[i]); i += 1
+            splits[w] = out
+            account(w, +1)
+        if new not in known:
+            known.add(new); vocab.append(new)
+    return {t: i for i, t in enumerate(vocab)}, merges

@@ -215,3 +215,80 @@ def test_bad_inputs(ours, tmp_path):
         WordPieceTokenizer.from_vocab(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         WordPieceTokenizer.from_vocab(tmp_path / "nope.txt")
+
+
+# --- training -------------------------------------------------------------------------------
+from fractions import Fraction  # noqa: E402
+
+from course_llm.wordpiece import count_words, pair_scores, train_wordpiece  # noqa: E402
+
+
+def _naive_train(counts, vocab_size, criterion):
+    "Brute force: recount every pair of every word at every step, compare scores as exact fractions."
+    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted({t for s in splits.values() for t in s})
+    merges = []
+    while len(vocab) < vocab_size:
+        unit, pair = {}, {}
+        for w, n in counts.items():
+            s = splits[w]
+            for t in s:
+                unit[t] = unit.get(t, 0) + n
+            for p in zip(s, s[1:]):
+                pair[p] = pair.get(p, 0) + n
+        if not pair:
+            break
+        score = {p: (c if criterion == "frequency" else Fraction(c, unit[p[0]] * unit[p[1]])) for p, c in pair.items()}
+        top = max(score.values())
+        a, b = min(p for p, v in score.items() if v == top)
+        merges.append((a, b))
+        new = a + b[2:]
+        for w, s in splits.items():
+            out, i = [], 0
+            while i < len(s):
+                if i + 1 < len(s) and (s[i], s[i + 1]) == (a, b):
+                    out.append(new); i += 2
+                else:
+                    out.append(s[i]); i += 1
+            splits[w] = out
+        if new not in vocab:
+            vocab.append(new)
+    return {t: i for i, t in enumerate(vocab)}, merges
+
+
+def test_hand_computed_first_merges():
+    # Hugging Face LLM course example: ##g ##s scores 5 / (20 * 5) = 1/20, every ##u pair 1/36
+    counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}
+    assert train_wordpiece(counts, 13)[1] == [("##g", "##s")]
+    assert train_wordpiece(counts, 13, "frequency")[1] == [("##u", "##g")]
+    s = pair_scores({"hugs": ["h", "##u", "##g", "##s"], "hug": ["h", "##u", "##g"]}, {"hugs": 5, "hug": 10})
+    assert s[("##g", "##s")] == pytest.approx(5 / (15 * 5)) and s[("##u", "##g")] == pytest.approx(15 / (15 * 15))
+
+
+@pytest.mark.parametrize("criterion", ["likelihood", "frequency"])
+def test_incremental_trainer_equals_brute_force(criterion):
+    counts = count_words(load_corpus("shakespeare")[:40_000])
+    fast = train_wordpiece(counts, 180, criterion)
+    assert fast == _naive_train(counts, 180, criterion)
+
+
+@given(st.dictionaries(st.text("abcd", min_size=1, max_size=6), st.integers(1, 9), min_size=1, max_size=12),
+       st.integers(0, 15), st.sampled_from(["likelihood", "frequency"]))
+@settings(max_examples=150, deadline=None)
+def test_trainer_random_corpora(counts, extra, criterion):
+    n0 = 5 + len({c for w in counts for c in [w[0]] + ["##" + x for x in w[1:]]})
+    fast = train_wordpiece(counts, n0 + extra, criterion)
+    assert fast == _naive_train(counts, n0 + extra, criterion)
+    vocab = fast[0]
+    tok = WordPieceTokenizer(vocab)
+    for w in counts:                       # every training word is covered, without [UNK]
+        assert tok.unk_id not in tok.encode(w, add_special_tokens=False)
+
+
+def test_trainer_bad_inputs():
+    with pytest.raises(ValueError, match="counts"):
+        train_wordpiece({}, 10)
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_wordpiece({"ab": 1}, 3)
+    with pytest.raises(ValueError, match="criterion"):
+        train_wordpiece({"ab": 1}, 10, "bpe")
