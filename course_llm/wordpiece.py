@@ -4,7 +4,7 @@
 __all__ = ['is_control', 'is_whitespace', 'is_punctuation', 'is_cjk', 'bert_normalize', 'pre_tokenize', 'wordpiece_split',
            'WordPieceTokenizer', 'count_words', 'pair_scores', 'train_wordpiece']
 
-# %% ../nbs/09a_wordpiece.ipynb #9b077896
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-03
 import json
 import re
 import string
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-# %% ../nbs/09a_wordpiece.ipynb #d36a33cb
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-06
 _ASCII_PUNCT = frozenset(string.punctuation)
 # Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not among them)
 _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
@@ -67,7 +67,7 @@ def is_cjk(ch: str) -> bool:
     cp = ord(ch)
     return any(a <= cp <= b for a, b in _CJK_RANGES)
 
-# %% ../nbs/09a_wordpiece.ipynb #8422a781
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-09
 def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str:
     """BERT's text normalisation: delete control characters, turn whitespace into spaces, put
     spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and lower-case.
@@ -126,7 +126,7 @@ def pre_tokenize(text: str) -> list:
         words.append("".join(cur))
     return words
 
-# %% ../nbs/09a_wordpiece.ipynb #9936a77c
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-12
 def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##",
                     max_chars: int = 100) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
@@ -156,7 +156,7 @@ def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "#
         start = end
     return pieces
 
-# %% ../nbs/09a_wordpiece.ipynb #53ac3f96
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-15
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -337,7 +337,7 @@ def _truncate_pair(x, y, budget):
         n1, n2 = n2, n1
     return x[:n1], y[:n2]
 
-# %% ../nbs/09a_wordpiece.ipynb #d053a419
+# %% ../nbs/09a_wordpiece.ipynb #wordpiece-23
 def count_words(text: str, lowercase: bool = True) -> Counter:
     """How often each pre-tokenized word occurs in `text`, after BERT's normalisation.
 
