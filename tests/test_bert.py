@@ -108,3 +108,21 @@ def test_load_minilm_names_missing_file(tmp_path):
         load_minilm(tmp_path / "absent")
     (tmp_path / "model.safetensors").symlink_to(d / "model.safetensors")
     assert load_minilm(tmp_path).config.n_layer == 6  # a complete copy loads
+
+
+def test_embeddings_with_our_wordpiece_match_sentence_transformers():
+    "The semantic search path (our WordPieceTokenizer + our BERT) against transformers and sentence-transformers."
+    from course_llm.wordpiece import WordPieceTokenizer
+    d = _minilm_dir()
+    wp = WordPieceTokenizer.from_vocab(d)
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    sents = ["Which pet is napping?", "Naïve café owners love crème brûlée!", "中文 and [MASK] too", "x"]
+    b = wp.encode_batch(sents)
+    r = tok(sents, padding=True, return_tensors="pt")
+    for k in ("input_ids", "token_type_ids", "attention_mask"):
+        assert torch.equal(b[k], r[k]), k
+    with torch.no_grad():
+        e = sentence_embeddings(load_minilm(), b["input_ids"], b["attention_mask"])
+    st = pytest.importorskip("sentence_transformers")
+    ref = st.SentenceTransformer(str(d), device="cpu").encode(sents, normalize_embeddings=True)
+    assert (e - torch.tensor(ref)).abs().max() < 1e-5
