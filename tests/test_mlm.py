@@ -234,3 +234,8 @@ def test_init_matches_hf_statistics():
             assert abs(p.std().item() - ref[tuple(p.shape)]) < 0.003, n
         elif "ln" not in n:
             assert (p == 0).all(), n                               # biases start at zero
+
+
+def test_nsp_pairs_rejects_repetitive_corpus():
+    with pytest.raises(ValueError, match="sentences"):
+        nsp_pairs([[1]] * 10, 50, torch.Generator().manual_seed(0))
