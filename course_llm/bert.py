@@ -18,7 +18,12 @@ from .data import locate_package_file
 # %% ../nbs/09_bert.ipynb #5942e431
 @dataclass
 class BERTConfig:
-    "Hyper-parameters of a BERT encoder."
+    """Hyper-parameters of a BERT encoder.
+
+    `init_std` is the standard deviation of the normal initialisation of every weight matrix and
+    embedding table (0.02 in BERT, Hugging Face's `initializer_range`); biases start at 0 and
+    LayerNorm gains at 1.
+    """
     vocab_size: int = 30522
     d_model: int = 384
     n_layer: int = 6
@@ -27,6 +32,7 @@ class BERTConfig:
     max_positions: int = 512
     type_vocab_size: int = 2
     eps: float = 1e-12
+    init_std: float = 0.02
 
 
 class BERTLayer(nn.Module):
@@ -59,6 +65,14 @@ class BERT(nn.Module):
         self.seg_emb = nn.Embedding(c.type_vocab_size, c.d_model)
         self.ln_emb = nn.LayerNorm(c.d_model, eps=c.eps)
         self.layers = nn.ModuleList(BERTLayer(c) for _ in range(c.n_layer))
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module):
+        "BERT's initialisation: N(0, init_std) weights and embeddings, zero biases (LayerNorm keeps 1, 0)."
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
         "Last hidden states (B, T, d_model)."
