@@ -1,0 +1,224 @@
+"""Fine-tuning heads: oracles are transformers' BertFor* models, brute force for best_span, torch for training."""
+import itertools
+import os
+import random
+
+import pytest
+import torch
+import torch.nn as nn
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+transformers = pytest.importorskip("transformers")
+from course_llm.bert import BERT, BERTConfig, minilm_path  # noqa: E402
+from course_llm.finetune import (SequenceClassifier, SpanQA, TokenTagger, best_span, collate,  # noqa: E402
+                                 fine_tune, freeze_below)
+
+
+def _hf_config(**kw):
+    cfg = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+               max_position_embeddings=16, attn_implementation="eager")
+    cfg.update(kw)
+    return transformers.BertConfig(**cfg)
+
+
+def _inputs(seed=0, B=3, T=9, type_vocab=2):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 100, (B, T), generator=g)
+    tt = torch.randint(0, type_vocab, (B, T), generator=g)
+    am = torch.ones(B, T, dtype=torch.long)
+    am[1, 6:] = 0
+    am[2, 4:] = 0
+    return ids, tt, am
+
+
+@pytest.mark.parametrize("num_labels", [2, 5])
+def test_sequence_classifier_matches_hf(num_labels):
+    torch.manual_seed(0)
+    hf = transformers.BertForSequenceClassification(_hf_config(num_labels=num_labels)).eval()
+    ours = SequenceClassifier.from_hf(hf)
+    ids, tt, am = _inputs()
+    labels = torch.arange(3) % num_labels
+    with torch.no_grad():
+        ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am, labels=labels)
+        got = ours(ids, token_type_ids=tt, attention_mask=am)
+        loss = ours.loss({"input_ids": ids, "token_type_ids": tt, "attention_mask": am, "labels": labels})
+    assert got.shape == (3, num_labels)
+    assert (got - ref.logits).abs().max() < 1e-5
+    assert abs(loss.item() - ref.loss.item()) < 1e-5
+
+
+def test_token_tagger_matches_hf():
+    torch.manual_seed(1)
+    hf = transformers.BertForTokenClassification(_hf_config(num_labels=4, type_vocab_size=3)).eval()
+    ours = TokenTagger.from_hf(hf)
+    ids, tt, am = _inputs(1, type_vocab=3)
+    labels = torch.randint(0, 4, ids.shape, generator=torch.Generator().manual_seed(2))
+    labels[am == 0] = -100
+    labels[:, 0] = -100
+    with torch.no_grad():
+        ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am, labels=labels)
+        got = ours(ids, token_type_ids=tt, attention_mask=am)
+        loss = ours.loss({"input_ids": ids, "token_type_ids": tt, "attention_mask": am, "labels": labels})
+    m = am.bool()
+    assert (got - ref.logits)[m].abs().max() < 1e-5
+    assert abs(loss.item() - ref.loss.item()) < 1e-5
+
+
+def test_span_qa_matches_hf():
+    torch.manual_seed(2)
+    hf = transformers.BertForQuestionAnswering(_hf_config()).eval()
+    ours = SpanQA.from_hf(hf)
+    ids, tt, am = _inputs(3)
+    sp, ep = torch.tensor([1, 2, 0]), torch.tensor([3, 2, 3])
+    with torch.no_grad():
+        ref = hf(input_ids=ids, token_type_ids=tt, attention_mask=am, start_positions=sp, end_positions=ep)
+        s, e = ours(ids, token_type_ids=tt, attention_mask=am)
+        loss = ours.loss({"input_ids": ids, "token_type_ids": tt, "attention_mask": am,
+                          "start_positions": sp, "end_positions": ep})
+    assert (s - ref.start_logits).abs().max() < 1e-5 and (e - ref.end_logits).abs().max() < 1e-5
+    assert abs(loss.item() - ref.loss.item()) < 1e-5
+
+
+def test_from_hf_rejects_wrong_models():
+    hf = transformers.BertModel(_hf_config())
+    for cls in (SequenceClassifier, TokenTagger, SpanQA):
+        with pytest.raises(TypeError):
+            cls.from_hf(hf)
+
+
+def test_minilm_pooler_matches_hf():
+    try:
+        d = minilm_path()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"all-MiniLM-L6-v2 not installed: {e}")
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    hf = transformers.BertModel.from_pretrained(d).eval()
+    clf = SequenceClassifier.from_minilm(2).eval()
+    b = tok(["A fine film.", "Not my cup of tea at all."], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        ref = hf(**b).pooler_output
+        got = clf.pooler(clf.bert(b["input_ids"], attention_mask=b["attention_mask"]))
+    assert (got - ref).abs().max() < 1e-5
+
+
+def _brute_span(s, e, max_len, allowed=None):
+    best, arg = -float("inf"), None
+    for i, j in itertools.product(range(len(s)), repeat=2):
+        if i <= j < i + max_len and (allowed is None or (allowed[i] and allowed[j])):
+            if s[i] + e[j] > best:
+                best, arg = s[i] + e[j], (i, j)
+    return arg
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_best_span_matches_brute_force(seed):
+    rng = random.Random(seed)
+    g = torch.Generator().manual_seed(seed)
+    B, T = 4, rng.randint(1, 12)
+    s, e = torch.randn(B, T, generator=g), torch.randn(B, T, generator=g)
+    for max_len in (1, 2, 3, T + 2):
+        allowed = torch.rand(B, T, generator=g) < 0.7
+        allowed[:, rng.randrange(T)] = True
+        for a in (None, allowed):
+            i, j = best_span(s, e, max_len, a)
+            assert i.shape == j.shape == (B,)
+            for b in range(B):
+                want = _brute_span(s[b].tolist(), e[b].tolist(), max_len, None if a is None else a[b].tolist())
+                assert (i[b].item(), j[b].item()) == want
+            i1, j1 = best_span(s[0], e[0], max_len, None if a is None else a[0])   # single example
+            assert (int(i1), int(j1)) == (i[0].item(), j[0].item())
+
+
+def test_best_span_validates():
+    with pytest.raises(ValueError, match="max_len"):
+        best_span(torch.zeros(4), torch.zeros(4), 0)
+    with pytest.raises(ValueError, match="same shape"):
+        best_span(torch.zeros(4), torch.zeros(5), 2)
+    with pytest.raises(ValueError, match="allowed"):
+        best_span(torch.zeros(4), torch.zeros(4), 2, torch.zeros(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="allowed"):
+        best_span(torch.zeros(4), torch.zeros(4), 2, torch.ones(4))
+
+
+def test_collate_pads_and_stacks():
+    b = collate([{"input_ids": [5, 6, 7], "token_type_ids": [0, 0, 1], "start_positions": 1},
+                 {"input_ids": [5], "token_type_ids": [0], "start_positions": 0}], pad_id=3)
+    assert b["input_ids"].tolist() == [[5, 6, 7], [5, 3, 3]]
+    assert b["token_type_ids"].tolist() == [[0, 0, 1], [0, 0, 0]]
+    assert b["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert b["start_positions"].tolist() == [1, 0]
+    with pytest.raises(TypeError):
+        collate({"input_ids": [1]})
+
+
+def _tiny_clf(n_layer=3):
+    torch.manual_seed(0)
+    bert = BERT(BERTConfig(vocab_size=30, d_model=16, n_layer=n_layer, n_head=2, d_ff=32, max_positions=8))
+    return SequenceClassifier(bert, 2, dropout=0.0)
+
+
+def test_freeze_below_freezes_exactly_the_lower_part():
+    clf = _tiny_clf()
+    n = freeze_below(clf, 2)
+    frozen = {k for k, p in clf.named_parameters() if not p.requires_grad}
+    assert all(k.startswith(("bert.tok_emb", "bert.pos_emb", "bert.seg_emb", "bert.ln_emb", "bert.layers.0.",
+                             "bert.layers.1.")) for k in frozen)
+    assert any(k.startswith("bert.layers.1.") for k in frozen)
+    assert n == sum(p.numel() for k, p in clf.named_parameters() if k not in frozen)
+    emb = sum(p.numel() for m in (clf.bert.tok_emb, clf.bert.pos_emb, clf.bert.seg_emb, clf.bert.ln_emb)
+              for p in m.parameters())
+    assert freeze_below(clf, 0) == sum(p.numel() for p in clf.parameters()) - emb
+    with pytest.raises(ValueError, match="n_layers"):
+        freeze_below(clf, 4)
+
+
+def test_fine_tune_learns_and_leaves_frozen_weights():
+    clf = _tiny_clf()
+    freeze_below(clf, 2)
+    before = {k: p.detach().clone() for k, p in clf.named_parameters()}
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, 30, (64, 6), generator=g)
+    ids[:, 0] = 1
+    labels = (ids[:, 1] < 15).long()                      # depends on one token: learnable
+    batches = [{"input_ids": ids[i:i + 16], "labels": labels[i:i + 16]} for i in range(0, 64, 16)]
+    losses = fine_tune(clf, batches, steps=120, lr=3e-3, warmup=0.1)
+    assert len(losses) == 120 and sum(losses[-8:]) / 8 < 0.5 * sum(losses[:4]) / 4
+    for k, p in clf.named_parameters():
+        changed = not torch.equal(before[k], p.detach())
+        assert changed == p.requires_grad, k
+    assert not clf.training
+
+
+def test_fine_tune_schedule_matches_cosine_schedule():
+    from course_llm.train import cosine_schedule
+    lin = nn.Linear(2, 1)
+
+    def loss_fn(m, b):
+        return m(b["x"]).sum() * 0
+
+    orig = torch.optim.AdamW.step
+    lrs = []
+
+    def spy(self, *a, **k):
+        lrs.append(self.param_groups[0]["lr"])
+        return orig(self, *a, **k)
+    torch.optim.AdamW.step = spy
+    try:
+        fine_tune(lin, [{"x": torch.ones(1, 2)}], steps=10, lr=0.5, warmup=0.2, loss_fn=loss_fn)
+    finally:
+        torch.optim.AdamW.step = orig
+    assert lrs == [cosine_schedule(k, 10, 2, 0.5, 0.0) for k in range(10)]
+
+
+def test_inputs_are_validated():
+    bert = BERT(BERTConfig(vocab_size=30, d_model=16, n_layer=1, n_head=2, d_ff=32, max_positions=8))
+    with pytest.raises(TypeError, match="bert"):
+        SequenceClassifier(nn.Linear(2, 2), 2)
+    with pytest.raises(ValueError, match="n_classes"):
+        SequenceClassifier(bert, 0)
+    with pytest.raises(ValueError, match="pool"):
+        SequenceClassifier(bert, 2, pool="max")
+    with pytest.raises(ValueError, match="n_tags"):
+        TokenTagger(bert, 0)
+    with pytest.raises(ValueError, match="steps"):
+        fine_tune(SpanQA(bert), [{"input_ids": torch.ones(1, 2, dtype=torch.long)}], steps=0, lr=1e-3)
