@@ -135,7 +135,7 @@ def sft_loss(logits, labels, ignore_index: int = -100):
     """
     return causal_lm_loss(logits, labels, ignore_index=ignore_index)
 
-# %% ../nbs/12b_sft.ipynb #6dc66f6b
+# %% ../nbs/12b_sft.ipynb #953a82a3
 CAPITALS = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Germany": "Berlin",
             "Japan": "Tokyo", "Egypt": "Cairo", "Peru": "Lima", "Kenya": "Nairobi",
             "Norway": "Oslo", "Greece": "Athens", "Cuba": "Havana", "Chile": "Santiago",
@@ -238,7 +238,7 @@ def instruction_data(tasks=None, heldout_phrasings: int = 1, heldout_every: int 
     return train, test
 
 
-# %% ../nbs/12b_sft.ipynb #197ca2ae
+# %% ../nbs/12b_sft.ipynb #a70bbde2
 def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None):
     """Right-pad `(ids, labels)` pairs (from `build_sft_example`) into two (batch, T) tensors.
 
