@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from course_llm.gpt import GPT, GPTConfig
-from course_llm.icl import (copy_or_guess_accuracy, fit_answers, mapping_batch, parity_batch,
-                            permutation_parity, accuracy_by_shots)
+from course_llm.icl import (STRING_RULES, copy_or_guess_accuracy, fit_answers, mapping_batch, parity_batch,
+                            permutation_parity, accuracy_by_shots, rule_batch, show_rule_prompt)
 
 
 def test_permutation_parity_matches_determinant_sign():
@@ -85,3 +85,161 @@ def test_validation():
         fit_answers(torch.nn.Linear(2, 2), None, 1)
     with pytest.raises(ValueError, match="seq"):
         accuracy_by_shots(GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)), torch.zeros(2, 3, dtype=torch.long))
+
+
+# ---- string rules: an independent oracle on Python strings -------------------------------------------
+
+ALPHA = "abcdefghijklmnopqrstuvwxyz"
+ORACLE = {"copy": lambda s: s, "reverse": lambda s: "".join(reversed(s)),
+          "rotate_left": lambda s: s[1:] + s[0], "rotate_right": lambda s: s[-1] + s[:-1],
+          "swap_ends": lambda s: s[-1] + s[1:-1] + s[0], "double": lambda s: "".join(c * 2 for c in s),
+          "repeat_half": lambda s: s + s[len(s) // 2:]}
+
+
+def parse_rows(seq, targets, A):
+    """Split each row into [(input, output)] by hand from the token ids; check the labels on the way."""
+    arrow, sep, pad = A, A + 1, A + 2
+    out = []
+    for row, lab in zip(seq.tolist(), targets.tolist()):
+        pairs, i = [], 0
+        while i < len(row) and row[i] != pad:
+            j = row.index(arrow, i)
+            k = row.index(sep, j)
+            pairs.append(("".join(ALPHA[t] for t in row[i:j]), "".join(ALPHA[t] for t in row[j + 1:k])))
+            assert lab[i:j + 1] == [-100] * (j + 1 - i)                  # input and "->": not asked
+            assert lab[j + 1:k + 1] == row[j + 1:k + 1]                  # output and ";": asked
+            i = k + 1
+        assert all(t == pad for t in row[i:]) and all(t == -100 for t in lab[i:])   # padding only at the end
+        out.append(pairs)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ORACLE))
+def test_rule_batch_matches_string_oracle(name):
+    A, L, K = 8, 4, 5
+    seq, targets = rule_batch(40, K, [name], torch.Generator().manual_seed(1), n_letters=A, length=L)
+    assert seq.shape == targets.shape
+    for pairs in parse_rows(seq, targets, A):
+        assert len(pairs) == K + 1
+        for x, y in pairs:
+            assert len(x) == L == len(set(x)) and y == ORACLE[name](x)
+
+
+def test_rule_batch_shift_fixed_and_random():
+    A = 7
+    seq, t = rule_batch(30, 4, [("shift", 3)], torch.Generator().manual_seed(0), n_letters=A, length=3)
+    for pairs in parse_rows(seq, t, A):
+        for x, y in pairs:
+            assert y == "".join(ALPHA[(ALPHA.index(c) + 3) % A] for c in x)
+    seq, t = rule_batch(60, 4, [("shift", None)], torch.Generator().manual_seed(0), n_letters=A, length=3)
+    shifts = set()
+    for pairs in parse_rows(seq, t, A):
+        ks = {(ALPHA.index(y[i]) - ALPHA.index(x[i])) % A for x, y in pairs for i in range(3)}
+        assert len(ks) == 1 and 0 not in ks                     # one shift per task, never the identity
+        shifts |= ks
+    assert shifts == set(range(1, A))                           # every shift gets drawn
+
+
+@pytest.mark.parametrize("parity", [0, 1])
+def test_rule_batch_substitute_is_a_fresh_bijection_of_the_parity(parity):
+    A = 5
+    seq, t = rule_batch(60, 12, [("substitute", parity)], torch.Generator().manual_seed(parity), n_letters=A, length=3)
+    maps = set()
+    for pairs in parse_rows(seq, t, A):
+        f = {}
+        for x, y in pairs:
+            for a, b in zip(x, y):
+                assert f.setdefault(a, b) == b                  # a function within the task
+        assert len(set(f.values())) == len(f)                   # injective
+        if len(f) == A:
+            perm = [ALPHA.index(f[c]) for c in ALPHA[:A]]
+            assert sum(perm[i] > perm[j] for i, j in itertools.combinations(range(A), 2)) % 2 == parity
+            maps.add(tuple(perm))
+    assert len(maps) > 10                                       # fresh per task, not one fixed map
+
+
+def test_rule_batch_mixed_lengths_are_padded_and_rules_all_drawn():
+    A = 8
+    seq, t = rule_batch(80, 2, ["copy", "double", "repeat_half"], torch.Generator().manual_seed(2), n_letters=A, length=4)
+    seen = set()
+    for pairs in parse_rows(seq, t, A):
+        names = {n for n in ("copy", "double", "repeat_half") if all(y == ORACLE[n](x) for x, y in pairs)}
+        assert len(names) == 1
+        seen |= names
+    assert seen == {"copy", "double", "repeat_half"}
+    assert seq.size(1) == 3 * (4 + 1 + 8 + 1)                   # the longest row: double
+    assert set(STRING_RULES) >= set(ORACLE) | {"shift", "substitute"}
+
+
+def test_rule_batch_is_seeded():
+    a = rule_batch(4, 3, ["reverse", ("shift", None)], torch.Generator().manual_seed(7))
+    b = rule_batch(4, 3, ["reverse", ("shift", None)], torch.Generator().manual_seed(7))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(rules=[]), "rules"), (dict(rules="reverse"), "rules"), (dict(rules=["reverso"]), "reverso"),
+    (dict(rules=[("shift", 0)]), "shift"), (dict(rules=[("shift", 8)]), "shift"),
+    (dict(rules=[("substitute", 2)]), "parity"), (dict(rules=[("reverse", 1)]), "no parameter"),
+    (dict(rules=[("shift", 1, 2)]), "pair"), (dict(length=9), "length"), (dict(length=1), "length"),
+    (dict(n_shots=-1), "n_shots"), (dict(batch_size=0), "batch_size"), (dict(n_letters=1), "n_letters"),
+])
+def test_rule_batch_validation(kwargs, match):
+    args = dict(batch_size=2, n_shots=1, rules=["reverse"], n_letters=8, length=3) | kwargs
+    with pytest.raises(ValueError, match=match):
+        rule_batch(**args)
+
+
+def test_show_rule_prompt():
+    assert show_rule_prompt(torch.tensor([2, 0, 8, 0, 2, 9, 10, 10]), 8) == "ca->ac;"
+
+
+class FixedPredictions(torch.nn.Module):
+    """A stand-in model whose argmax at position t is pred[:, t]."""
+
+    def __init__(self, pred, vocab):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.pred, self.vocab = pred, vocab
+
+    def forward(self, seq):
+        return (torch.nn.functional.one_hot(self.pred, self.vocab).float(),)
+
+
+def test_accuracy_by_shots_exact_match_on_multi_token_answers():
+    A = 8
+    seq, targets = rule_batch(300, 3, ["reverse", "double"], torch.Generator().manual_seed(3), n_letters=A, length=3)
+    g = torch.Generator().manual_seed(4)
+    pred = torch.roll(seq, -1, 1)                                   # position t predicts token t + 1: all right
+    flip = torch.rand(seq.shape, generator=g) < 0.15
+    pred = torch.where(flip, (pred + 1) % (A + 3), pred)            # ...except some corrupted predictions
+    acc = accuracy_by_shots(FixedPredictions(pred, A + 3), seq, targets)
+    # oracle: walk each row in Python, an answer is right iff every asked position's prediction is right
+    right = [[0] * 4 for _ in range(len(seq))]
+    for r, (row_p, row_t) in enumerate(zip(pred.tolist(), targets.tolist())):
+        k, inside, ok = -1, False, True
+        for t in range(1, len(row_t)):
+            if row_t[t] != -100 and not inside:
+                k, inside, ok = k + 1, True, True
+            if row_t[t] != -100:
+                ok = ok and row_p[t - 1] == row_t[t]
+                right[r][k] = int(ok)
+            else:
+                inside = False
+    want = [sum(r[k] for r in right) / len(right) for k in range(4)]
+    assert acc == pytest.approx(want)
+    assert 0.05 < min(want) < max(want) < 0.95                      # the check is not trivially all 0 or all 1
+
+
+def test_accuracy_by_shots_targets_none_is_the_mapping_layout():
+    model = GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)).eval()
+    seq, targets = mapping_batch(32, 4, 4, generator=torch.Generator().manual_seed(5))
+    assert accuracy_by_shots(model, seq) == pytest.approx(accuracy_by_shots(model, seq, targets))
+    with pytest.raises(ValueError, match="targets"):
+        accuracy_by_shots(model, seq, targets[:, :-1])
+    with pytest.raises(ValueError, match="targets"):
+        accuracy_by_shots(model, seq, seq)                          # position 0 asked
+    uneven = targets.clone()
+    uneven[0, 1] = -100
+    with pytest.raises(ValueError, match="same number"):
+        accuracy_by_shots(model, seq, uneven)
