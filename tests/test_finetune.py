@@ -181,8 +181,8 @@ def test_fine_tune_learns_and_leaves_frozen_weights():
     ids[:, 0] = 1
     labels = (ids[:, 1] < 15).long()                      # depends on one token: learnable
     batches = [{"input_ids": ids[i:i + 16], "labels": labels[i:i + 16]} for i in range(0, 64, 16)]
-    losses = fine_tune(clf, batches, steps=120, lr=3e-3, warmup=0.1)
-    assert len(losses) == 120 and sum(losses[-8:]) / 8 < 0.5 * sum(losses[:4]) / 4
+    losses = fine_tune(clf, batches, steps=200, lr=1e-2, warmup=0.1)   # BERT's N(0, 0.02) init starts slowly
+    assert len(losses) == 200 and sum(losses[-8:]) / 8 < 0.5 * sum(losses[:4]) / 4
     for k, p in clf.named_parameters():
         changed = not torch.equal(before[k], p.detach())
         assert changed == p.requires_grad, k
