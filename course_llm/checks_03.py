@@ -7,21 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .grading import CheckFailed, Exercise, expect, expect_close, register, short
-
-
-def _tensor_close(got, want: torch.Tensor, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a tensor of `want`'s shape within `atol` of it."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
+from .grading import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, short, torch_generator
 
 # %% auto #0
 __all__ = ['lstm_exercise', 'clip_exercise', 'returns_two_states', 'cell_state', 'hidden_state', 'remember_gate', 'total_norm',
@@ -34,7 +20,7 @@ lstm_exercise = register(Exercise(
 
 
 def _lstm_case(rng, bias_shift=None):
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, d, n = rng.randint(1, 4), rng.randint(2, 6), rng.randint(2, 6)
     u, h, c = torch.randn(B, d, generator=g), torch.randn(B, n, generator=g), torch.randn(B, n, generator=g)
     W_u, W_h, b = torch.randn(4 * n, d, generator=g), torch.randn(4 * n, n, generator=g), torch.randn(4 * n, generator=g)
@@ -69,13 +55,13 @@ def returns_two_states(student, rng):
                      "[i; f; g; o] = W_u u + W_h h + b split into four equal chunks in that order")
 def cell_state(student, rng):
     args, (_, c_ref), call = _lstm_case(rng)
-    _tensor_close(_pair(student.lstm_cell(*args), call)[1], c_ref, f"{call}: c_new")
+    expect_tensor_close(_pair(student.lstm_cell(*args), call)[1], c_ref, f"{call}: c_new")
 
 
 @lstm_exercise.check(points=2, hint="h_new = sigmoid(o) * tanh(c_new): the output gate reads the *new* cell state")
 def hidden_state(student, rng):
     args, (h_ref, _), call = _lstm_case(rng)
-    _tensor_close(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
+    expect_tensor_close(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
 
 
 @lstm_exercise.check(points=1, hint="the forget gate is the second chunk and multiplies the old cell state; "
@@ -88,7 +74,7 @@ def remember_gate(student, rng):
         return s
     args, (_, c_ref), call = _lstm_case(rng, shift)
     c_new = _pair(student.lstm_cell(*args), call)[1]
-    _tensor_close(c_new, args[2], f"{call} with the forget gate open and the input gate shut: c_new")
+    expect_tensor_close(c_new, args[2], f"{call} with the forget gate open and the input gate shut: c_new")
 
 # %% ../nbs/checks_03.ipynb #d3d4a6e8
 clip_exercise = register(Exercise(
@@ -97,7 +83,7 @@ clip_exercise = register(Exercise(
 
 
 def _clip_case(rng, scale):
-    g = _generator(rng)
+    g = torch_generator(rng)
     shapes = [tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(2, 4))]
     grads = [torch.randn(s, generator=g) * scale for s in shapes]
     norm = torch.sqrt(sum((x ** 2).sum() for x in grads)).item()
@@ -130,7 +116,7 @@ def clips_large_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 5.0)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        _tensor_close(got, w, f"{call}: clipped[{i}]", atol=1e-5 * max(1.0, max_norm))
+        expect_tensor_close(got, w, f"{call}: clipped[{i}]", atol=1e-5 * max(1.0, max_norm))
 
 
 @clip_exercise.check(points=2, hint="the factor is min(1, v / ||g||), not max: gradients already below "
@@ -139,4 +125,4 @@ def keeps_small_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 0.5)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        _tensor_close(got, w, f"{call}: clipped[{i}]")
+        expect_tensor_close(got, w, f"{call}: clipped[{i}]")

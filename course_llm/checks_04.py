@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .grading import Exercise, expect_close, register
+from .grading import Exercise, expect_close, register, torch_generator
 
 # %% auto #0
 __all__ = ['skipgram_exercise', 'one_pair', 'batch_mean', 'large_scores']
@@ -24,7 +24,7 @@ def _oracle(V, U, centre, context) -> float:
 
 
 def _case(rng, n_pairs=None, large=False):
-    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    g = torch_generator(rng)
     n, d = rng.randint(3, 12), rng.randint(2, 6)
     N = n_pairs or rng.randint(2, 10)
     V, U = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)

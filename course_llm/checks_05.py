@@ -8,22 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .grading import CheckFailed, Exercise, expect, register
-
-
-def _tensor_close(got, want: torch.Tensor, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a tensor of `want`'s shape within `atol` of it."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
+from .grading import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
 
 # %% auto #0
 __all__ = ['attention_exercise', 'unmasked', 'scaled_by_sqrt_dk', 'padding_mask', 'causal_mask']
@@ -36,7 +21,7 @@ attention_exercise = register(Exercise(
 
 
 def _attention_case(rng, d_k=None, lead=None):
-    g = _generator(rng)
+    g = torch_generator(rng)
     lead = lead if lead is not None else tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
     L, S = rng.randint(1, 6), rng.randint(2, 7)
     d_k = d_k or rng.randint(2, 8)
@@ -57,7 +42,7 @@ def _call(q, k, v, mask=None):
 def unmasked(student, rng):
     q, k, v = _attention_case(rng)
     want = F.scaled_dot_product_attention(q, k, v)
-    _tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
 
 
 @attention_exercise.check(points=1, hint="divide the scores by sqrt(d_K), the width of the queries and keys "
@@ -65,7 +50,7 @@ def unmasked(student, rng):
 def scaled_by_sqrt_dk(student, rng):
     q, k, v = _attention_case(rng, d_k=rng.choice([16, 25, 36]))
     want = F.scaled_dot_product_attention(q, k, v)
-    _tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
 
 
 @attention_exercise.check(points=2, hint="mask is True where a query MAY attend: set the scores where mask is "
@@ -76,19 +61,19 @@ def padding_mask(student, rng):
     lengths = torch.tensor([rng.randint(2, S) for _ in range(B)])        # >= 2 keys per row
     mask = (torch.arange(S)[None] < lengths[:, None])[:, None, :]      # (B, 1, S): keys only
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    _tensor_close(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
+    expect_tensor_close(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
 
 
 @attention_exercise.check(points=2, hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "
                           "masked keys must get weight exactly 0 and each row of weights must still sum to 1")
 def causal_mask(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     L, d = rng.randint(3, 8), rng.randint(2, 6)
     q, k, v = (torch.randn(2, L, d, generator=g) for _ in range(3))
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     got = student.masked_attention(q, k, v, mask)
-    _tensor_close(got, want, _call(q, k, v, mask))
+    expect_tensor_close(got, want, _call(q, k, v, mask))
     # the first output must be exactly the first value: nothing leaks from the future
     expect(torch.equal(got[:, 0], v[:, 0]) or torch.allclose(got[:, 0], v[:, 0], atol=1e-7, rtol=0),
            f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly (future keys must get weight 0)")

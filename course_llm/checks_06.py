@@ -10,21 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .grading import CheckFailed, Exercise, expect, register
-
-
-def _tensor_close(got, want: torch.Tensor, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a tensor of `want`'s shape within `atol` of it."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
+from .grading import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
 
 # %% auto #0
 __all__ = ['rms_exercise', 'rope_exercise', 'values', 'keeps_the_mean', 'epsilon_inside_the_root', 'position_zero_is_identity',
@@ -38,7 +24,7 @@ rms_exercise = register(Exercise(
 
 
 def _rms_case(rng, offset=0.0):
-    g = _generator(rng)
+    g = torch_generator(rng)
     shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(0, 2))) + (rng.randint(4, 24),)
     x = torch.randn(*shape, generator=g) * rng.uniform(0.5, 5.0) + offset
     gamma = torch.randn(shape[-1], generator=g)
@@ -54,7 +40,7 @@ def _rms_call(x, eps):
 def values(student, rng):
     x, gamma = _rms_case(rng)
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    _tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
 
 
 @rms_exercise.check(points=1, hint="RMSNorm does not subtract the mean (that is LayerNorm): an input with a "
@@ -62,7 +48,7 @@ def values(student, rng):
 def keeps_the_mean(student, rng):
     x, gamma = _rms_case(rng, offset=rng.choice([-3.0, 3.0]))
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    _tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
 
 
 @rms_exercise.check(points=1, hint="eps goes inside the square root, added to the mean square: "
@@ -72,7 +58,7 @@ def epsilon_inside_the_root(student, rng):
     x = x * 1e-2
     eps = rng.choice([1e-3, 1e-2])
     want = F.rms_norm(x, (x.shape[-1],), gamma, eps)
-    _tensor_close(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
+    expect_tensor_close(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
 
 # %% ../nbs/checks_06.ipynb #695afbb7
 rope_exercise = register(Exercise(
@@ -99,7 +85,7 @@ def _rope_oracle(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch
 
 
 def _rope_case(rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
     T, d = rng.randint(1, 6), 2 * rng.randint(2, 6)          # d >= 4: at least two pairs
     x = torch.randn(*lead, T, d, generator=g)
@@ -117,28 +103,28 @@ def _rope_call(x, positions, base=None):
 def position_zero_is_identity(student, rng):
     x, _ = _rope_case(rng)
     positions = torch.zeros(x.shape[-2], dtype=torch.long)
-    _tensor_close(student.apply_rope(x, positions), x, _rope_call(x, positions))
+    expect_tensor_close(student.apply_rope(x, positions), x, _rope_call(x, positions))
 
 
 @rope_exercise.check(points=3, hint="pair i is coordinates (2i, 2i+1); its angle is position * base**(-2i/d); "
                      "new pair = (x0 cos - x1 sin, x0 sin + x1 cos)")
 def equals_rotation_matrix(student, rng):
     x, positions = _rope_case(rng)
-    _tensor_close(student.apply_rope(x, positions), _rope_oracle(x, positions, 10000.0), _rope_call(x, positions))
+    expect_tensor_close(student.apply_rope(x, positions), _rope_oracle(x, positions, 10000.0), _rope_call(x, positions))
 
 
 @rope_exercise.check(points=1, hint="use the `base` argument in the frequencies theta_i = base**(-2i/d)")
 def uses_the_base(student, rng):
     x, positions = _rope_case(rng)
     base = rng.choice([100.0, 500000.0])
-    _tensor_close(student.apply_rope(x, positions, base), _rope_oracle(x, positions, base),
+    expect_tensor_close(student.apply_rope(x, positions, base), _rope_oracle(x, positions, base),
                   _rope_call(x, positions, base))
 
 
 @rope_exercise.check(points=1, hint="rotating q by position i and k by position j must make q.k depend only on j - i; "
                      "rotate each token by ITS OWN position")
 def scores_depend_on_relative_position(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     d = 2 * rng.randint(2, 6)
     q, k = torch.randn(1, d, generator=g, dtype=torch.float64), torch.randn(1, d, generator=g, dtype=torch.float64)
     i, shift = rng.randint(0, 30), rng.randint(1, 100)

@@ -9,23 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from .gpt import causal_lm_loss as _package_loss
-from .grading import CheckFailed, Exercise, expect, expect_close, register
+from .grading import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, torch_generator
 from .layers import TransformerBlock, TransformerConfig
-
-
-def _tensor_close(got, want: torch.Tensor, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a tensor of `want`'s shape within `atol` of it."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
 
 # %% auto #0
 __all__ = ['loss_exercise', 'block_exercise', 'values', 'shift', 'ignored_targets', 'ignore_index_is_a_token_id',
@@ -52,7 +37,7 @@ def _loss_oracle(logits: torch.Tensor, tokens: torch.Tensor, ignore_index: int =
 
 def _loss_case(rng, T_min=2):
     """Random logits (B, T, V) and tokens in [0, V)."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, T, V = rng.randint(1, 4), rng.randint(T_min, 9), rng.randint(3, 20)
     logits = torch.randn(B, T, V, generator=g) * rng.uniform(1.0, 3.0)
     tokens = torch.randint(0, V, (B, T), generator=g)
@@ -100,7 +85,7 @@ def values(student, rng):
                      "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first token is "
                      "never predicted")
 def shift(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, T, V = rng.randint(1, 4), rng.randint(3, 9), rng.randint(4, 20)
     steps = torch.randint(1, V, (B, T), generator=g)                 # consecutive tokens always differ
     tokens = steps.cumsum(1) % V
@@ -152,7 +137,7 @@ def all_but_one_ignored(student, rng):
 
 def _hf_case(rng):
     """Right-padded input_ids, HF labels (-100 where attention_mask is 0), and the loss by a per-sequence loop."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, T, V = rng.randint(2, 4), rng.randint(4, 9), rng.randint(3, 20)
     lengths = [rng.randint(2, T) for _ in range(B)]
     lengths[rng.randrange(B)] = rng.randint(2, T - 1)                # at least one sequence is padded
@@ -195,7 +180,7 @@ def gradient(student, rng):
            "return a 0-dimensional tensor, which loss.backward() can start from")
     # The slope along a unit direction u, by central differences, must be <grad, u>: along the
     # gradient itself (any wrong scale of the loss shows) and along a random direction.
-    random_direction = torch.randn(logits.shape, generator=_generator(rng), dtype=torch.float64)
+    random_direction = torch.randn(logits.shape, generator=torch_generator(rng), dtype=torch.float64)
     h = 1e-2
     for name, u in (("the gradient", grad), ("a random direction", random_direction)):
         u = u / u.norm()
@@ -225,7 +210,7 @@ _WEIGHT_NAMES = {"ln1_weight": "norm1.weight", "ln1_bias": "norm1.bias",
 
 def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0):
     """A causal pre-LN GPT-2 TransformerBlock with random weights (eval mode), drawn from `rng`."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     n_head = n_head or rng.randint(2, 4)
     d_head = d_head or rng.randint(4, 8)
     d = n_head * d_head
@@ -254,7 +239,7 @@ def _block_weights(block) -> dict:
 
 
 def _block_input(rng, block, T=None, B=None):
-    g = _generator(rng)
+    g = torch_generator(rng)
     B = B or rng.randint(1, 3)
     T = T or rng.randint(2, 7)
     d = block.config.d_model
@@ -271,7 +256,7 @@ def _compare_block(student, block, x, atol=2e-3):
     with torch.no_grad():
         want = block(x)
     got = student.block_forward(x, _block_weights(block), block.config.n_head)
-    _tensor_close(got, want, _block_call(x, block), atol=atol)
+    expect_tensor_close(got, want, _block_call(x, block), atol=atol)
     return got
 
 # %% ../nbs/checks_07.ipynb #4e21fab6
@@ -289,7 +274,7 @@ def causal(student, rng):
     x = _block_input(rng, block, T=rng.randint(3, 7))
     cut = rng.randint(1, x.shape[1] - 1)
     changed = x.clone()
-    changed[:, cut:] = torch.randn(changed[:, cut:].shape, generator=_generator(rng)) * 3.0
+    changed[:, cut:] = torch.randn(changed[:, cut:].shape, generator=torch_generator(rng)) * 3.0
     weights, n_head = _block_weights(block), block.config.n_head
     got = student.block_forward(x, weights, n_head)
     got_changed = student.block_forward(changed, weights, n_head)

@@ -8,11 +8,7 @@ from __future__ import annotations
 import torch
 
 from .generate import top_p_filter as _package_top_p
-from .grading import CheckFailed, Exercise, StudentError, expect, register
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
+from .grading import CheckFailed, Exercise, StudentError, expect, register, torch_generator
 
 
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
@@ -44,7 +40,7 @@ def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
     With `crossing`, some row's nucleus has two or more tokens and some row's leaves tokens out, so
     that both keeping and dropping the token that crosses p show.
     """
-    g = _generator(rng)
+    g = torch_generator(rng)
     while True:
         b, v = B or rng.randint(1, 4), V or rng.randint(5, 40)
         q = p if p is not None else rng.uniform(0.05, 0.95)
@@ -153,7 +149,7 @@ def p_one_keeps_all(student, rng):
 @top_p_exercise.check(points=1, hint="each row is its own distribution: softmax, sort and cumulative sum "
                       "along the last dimension only")
 def rows_independent(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     while True:
         V, p = rng.randint(8, 30), rng.uniform(0.3, 0.8)
         rows = [torch.randn(V, generator=g) * s + shift for s, shift in ((0.2, 5.0), (4.0, -3.0), (1.0, 0.0))]
@@ -167,7 +163,7 @@ def rows_independent(student, rng):
 @top_p_exercise.check(points=1, hint="equal logits: keep as many as needed to reach p, and never remove a "
                       "token while keeping a less likely one")
 def ties(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     for _ in range(3):
         while True:
             B, V, p = rng.randint(1, 3), rng.randint(4, 12), rng.uniform(0.1, 0.95)
@@ -205,7 +201,7 @@ def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
     `lead`: one beam 50 nats ahead of the others; `shared`: two of the k best candidates
     extend the same beam.
     """
-    g = _generator(rng)
+    g = torch_generator(rng)
     while True:
         kk = k or rng.randint(2, 5)
         VV = V or rng.randint(kk + 1, 30)
@@ -302,7 +298,7 @@ kv_append_exercise = register(Exercise(
 
 def _kv_case(rng, length=None, T=None):
     """Random caches (B, H, L_max, d) already holding `length` positions, and T new positions."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, H, d, L_max = rng.randint(1, 3), rng.randint(1, 4), rng.choice([2, 4, 8]), rng.randint(6, 12)
     length = rng.randint(1, L_max - 2) if length is None else length
     T = rng.randint(1, L_max - length) if T is None else T
@@ -364,7 +360,7 @@ def writes_in_place(student, rng):
 def decoding_loop(student, rng):
     k_cache, v_cache, _, _, _ = _kv_case(rng, length=1, T=1)
     k_cache.zero_(), v_cache.zero_()
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, H, L_max, d = k_cache.shape
     ks, vs, length = [], [], 0
     for T in [rng.randint(2, 4)] + [1] * rng.randint(2, L_max - 4):

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from .grading import CheckFailed, Exercise, expect, register
+from .grading import CheckFailed, Exercise, expect, register, torch_generator
 
 masking_exercise = register(Exercise(
     "09_mlm_masking", ["mask_tokens"], title="BERT's 80/10/10 masking for masked language modelling",
@@ -19,13 +19,9 @@ PAD, CLS, SEP, MASK = 0, 1, 2, 3                       # toy special ids; ordina
 SPECIAL = (PAD, CLS, SEP)
 
 
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
-
-
 def _batch(rng, vocab_size, B=64, T=64):
     """(B, T) ids: [CLS] a [SEP] b [SEP] with ordinary tokens, some rows padded at the end."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     ids = torch.randint(4, vocab_size, (B, T), generator=g)
     cut = rng.randint(3, T - 4)
     ids[:, 0], ids[:, cut], ids[:, -1] = CLS, SEP, SEP

@@ -9,7 +9,7 @@ import itertools
 
 import torch
 
-from .grading import CheckFailed, Exercise, expect, register
+from .grading import CheckFailed, Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['span_qa_exercise', 'start_before_end', 'longest_span', 'allowed_positions', 'batch_of_examples']
@@ -31,7 +31,7 @@ def _brute(s, e, max_len, allowed=None):
 
 
 def _scores(rng, B, T):
-    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    g = torch_generator(rng)
     return torch.randn(B, T, generator=g) * 3, torch.randn(B, T, generator=g) * 3
 
 
@@ -66,7 +66,7 @@ def _row(rng, T, trap, max_len):
     trap "order": the best start lies after the best end; "length": the best pair spans max_len + 1 tokens;
     "allowed": a question (first tokens) and a tail (last token) that are not allowed carry the best scores.
     """
-    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    g = torch_generator(rng)
     s, e = torch.randn(T, generator=g), torch.randn(T, generator=g)
     allowed = torch.ones(T, dtype=torch.bool)
     if trap == "order":

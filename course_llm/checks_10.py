@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import MultiHeadAttention
-from .grading import CheckFailed, Exercise, expect, register
+from .grading import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
 from .objectives import span_corruption as _package_span_corruption
 from .t5 import cross_attention as _package_cross_attention
 
@@ -127,24 +127,9 @@ cross_exercise = register(Exercise(
                "torch.nn.functional.multi_head_attention_forward")))
 
 
-def _tensor_close(got, want: torch.Tensor, what: str, atol: float = 1e-4) -> None:
-    """Fail unless `got` is a tensor of `want`'s shape within `atol` of it."""
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
-
-
 def _cross_case(rng, n_heads, d_kv, T, S, B=None):
     """Decoder states x (B, T, d_model), encoder states z (B, S, d_model) and T5-style weights."""
-    g = _generator(rng)
+    g = torch_generator(rng)
     B = B or rng.randint(1, 3)
     d_model, inner = rng.randint(4, 24), n_heads * d_kv     # inner width need not equal d_model, as in T5
     x = torch.randn(B, T, d_model, generator=g)
@@ -195,8 +180,8 @@ def _student(student, x, z, w, n_heads, z_mask=None):
 
 def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
     x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
-    _tensor_close(_student(student, x, z, w, n_heads), _cross_oracle(x, z, w, n_heads),
-                  _cross_call(x, z, w, n_heads) + note)
+    expect_tensor_close(_student(student, x, z, w, n_heads), _cross_oracle(x, z, w, n_heads),
+                  _cross_call(x, z, w, n_heads) + note, atol=1e-4)
 
 # %% ../nbs/checks_10.ipynb #731bb8f5
 @cross_exercise.check(points=2, hint="Q = x @ w_q.T, K = z @ w_k.T, V = z @ w_v.T; weights = softmax(Q K^T) "
@@ -233,7 +218,7 @@ def encoder_padding(student, rng):
     lengths = [rng.randint(1, S) for _ in range(B)]
     lengths[rng.randrange(B)] = rng.randint(1, S - 1)            # at least one padded row
     z_mask = torch.arange(S)[None] < torch.tensor(lengths)[:, None]
-    z = torch.where(z_mask[..., None], z, 10.0 * torch.randn(z.shape, generator=_generator(rng)))  # loud padding
+    z = torch.where(z_mask[..., None], z, 10.0 * torch.randn(z.shape, generator=torch_generator(rng)))  # loud padding
     what = _cross_call(x, z, w, n_heads, z_mask)
     got = _student(student, x, z, w, n_heads, z_mask)
     want = _cross_oracle(x, z, w, n_heads, z_mask)
@@ -261,7 +246,7 @@ def not_causal(student, rng):
     for _ in range(20):                                  # inputs where every query visibly reads position S-1
         x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
         changed = z.clone()
-        changed[:, -1] = 3.0 * torch.randn(changed[:, -1].shape, generator=_generator(rng))
+        changed[:, -1] = 3.0 * torch.randn(changed[:, -1].shape, generator=torch_generator(rng))
         delta = (_cross_oracle(x, changed, w, n_heads) - _cross_oracle(x, z, w, n_heads)).abs().amax(-1)
         if delta.min().item() > 1e-2:
             break

@@ -10,12 +10,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .grading import CheckFailed, Exercise, expect, expect_close, register
+from .grading import CheckFailed, Exercise, expect, expect_close, register, torch_generator
 from .rlhf import bradley_terry_loss as _package_bt, dpo_loss as _package_dpo, gae as _package_gae
-
-
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
 
 
 def _tensor_result(got, shape, what):
@@ -51,7 +47,7 @@ def _bt_compare(student, a, b, note=""):
 @bt_exercise.check(points=3, hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
                    "the batch; the chosen response's reward comes first")
 def values(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     for _ in range(3):
         n = rng.randint(2, 20)
         a, b = torch.randn(n, generator=g) * 2, torch.randn(n, generator=g) * 2
@@ -61,7 +57,7 @@ def values(student, rng):
 @bt_exercise.check(points=1, hint="the mean over the batch, not the sum: the loss must not grow with the number "
                    "of comparisons")
 def batch_mean(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     a, b = torch.randn(1, generator=g), torch.randn(1, generator=g)
     n = rng.randint(5, 30)
     _bt_compare(student, a.repeat(n), b.repeat(n), f" (the same pair repeated {n} times)")
@@ -70,7 +66,7 @@ def batch_mean(student, rng):
 @bt_exercise.check(points=1, hint="log(sigmoid(z)) underflows to log(0) = -inf when z is very negative; use "
                    "F.logsigmoid(z) (or softplus(-z) = log(1 + exp(-z)), computed stably)")
 def large_margins(student, rng):
-    g = _generator(rng)
+    g = torch_generator(rng)
     n = rng.randint(2, 6)
     a = torch.randn(n, generator=g) * 100
     b = a + (torch.rand(n, generator=g) * 100 + 100) * torch.where(torch.rand(n, generator=g) < 0.5, 1.0, -1.0)
@@ -96,7 +92,7 @@ def _gae_brute(r, v, gamma, lam, mask):
 
 
 def _gae_case(rng, padded=False, gamma=None, lam=None):
-    g = _generator(rng)
+    g = torch_generator(rng)
     B, T = rng.randint(1, 4), rng.randint(3, 9)
     r, v = torch.randn(B, T, generator=g), torch.randn(B, T, generator=g)
     mask = torch.ones(B, T)
@@ -175,7 +171,7 @@ def _dpo_oracle(pc, pr, rc, rr, beta):
 
 
 def _dpo_case(rng, scale=5.0):
-    g = _generator(rng)
+    g = torch_generator(rng)
     n = rng.randint(2, 12)
     pc, pr, rc, rr = (-torch.rand(n, generator=g) * scale * 4 for _ in range(4))   # log-probabilities <= 0
     return pc, pr, rc, rr

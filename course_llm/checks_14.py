@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .grading import CheckFailed, Exercise, expect, register
+from .grading import CheckFailed, Exercise, expect, register, torch_generator
 from .pretrained import unpermute_qk as _package_unpermute
 
 # %% auto #0
@@ -38,7 +38,7 @@ def _oracle(stored, n_head):
 
 
 def _compare(student, rng, n_head, d_head, d_in):
-    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    g = torch_generator(rng)
     stored = torch.randn(n_head * d_head, d_in, generator=g)
     what = f"unpermute_qk(w {tuple(stored.shape)}, n_head={n_head})"
     got = student.unpermute_qk(stored.clone(), n_head)

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from .grading import CheckFailed, Exercise, expect, register
+from .grading import CheckFailed, Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['info_nce_exercise', 'values', 'excludes_self', 'symmetric_in_the_views', 'scale_invariant']
@@ -20,12 +20,8 @@ info_nce_exercise = register(Exercise(
     forbidden=("course_llm.ssl.info_nce", "course_llm.ssl.clip_loss")))
 
 
-def _generator(rng) -> torch.Generator:
-    return torch.Generator().manual_seed(rng.randrange(2**31))
-
-
 def _case(rng, dtype=torch.float32):
-    g = _generator(rng)
+    g = torch_generator(rng)
     N, D = rng.randint(2, 7), rng.randint(2, 9)
     z1, z2 = torch.randn(N, D, generator=g, dtype=dtype), torch.randn(N, D, generator=g, dtype=dtype)
     return z1, z2, rng.choice([0.1, 0.2, 0.5, 1.0])
@@ -71,7 +67,7 @@ def values(student, rng):
                          "(similarity of a vector with itself) before the softmax")
 def excludes_self(student, rng):
     N, D = rng.randint(2, 7), rng.randint(2, 6)
-    z = torch.randn(1, D, generator=_generator(rng)).expand(N, D).clone()      # every view identical
+    z = torch.randn(1, D, generator=torch_generator(rng)).expand(N, D).clone()      # every view identical
     tau = rng.choice([0.1, 0.5, 1.0])
     _close(_scalar(student.info_nce(z, z.clone(), tau), _call(z, tau)), math.log(2 * N - 1),
            f"{_call(z, tau)} with all 2N views equal (must be log(2N - 1))")
@@ -90,7 +86,7 @@ def symmetric_in_the_views(student, rng):
                          "dot products")
 def scale_invariant(student, rng):
     z1, z2, tau = _case(rng, torch.float64)
-    g = _generator(rng)
+    g = torch_generator(rng)
     s1, s2 = torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2, \
         torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2
     a = _scalar(student.info_nce(z1, z2, tau), _call(z1, tau))

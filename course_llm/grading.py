@@ -20,8 +20,9 @@ from typing import Any, Callable
 from .grading_sandbox import decode_result, forbid, guarded_call, short
 
 # %% auto #0
-__all__ = ['GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'Check', 'Exercise', 'register', 'exercises',
-           'get_exercise', 'CheckResult', 'Report', 'Student', 'run_checks', 'LocalBackend', 'write_back', 'check']
+__all__ = ['GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close', 'torch_generator',
+           'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'CheckResult', 'Report', 'Student',
+           'run_checks', 'LocalBackend', 'write_back', 'check']
 
 # %% ../nbs/90_grading.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -75,6 +76,41 @@ def expect_close(got: Any, want: float, what: str, rel: float = 1e-5, abs_: floa
     else:
         ok = abs(value - want) <= abs_ + rel * abs(want)
     expect(ok, f"{what} returned {value!r}, expected {want!r}")
+
+# %% ../nbs/90_grading.ipynb #0a197bdf
+def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
+    """Fail unless `got` is a finite tensor of `want`'s shape within `atol` of it everywhere.
+
+    Args:
+        got: the student's result.
+        want: the oracle's tensor.
+        what: the call that produced `got`, for the message.
+        atol: largest allowed absolute difference (compared in float64).
+
+    Example:
+        >>> import torch
+        >>> expect_tensor_close(torch.ones(2) + 1e-7, torch.ones(2), "f(x)")
+    """
+    import torch  # only tensor checks need torch; the grader itself does not
+    if not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
+    expect(tuple(got.shape) == tuple(want.shape),
+           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
+    err = (got.detach().double() - want.detach().double()).abs().max().item()
+    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
+
+
+def torch_generator(rng: random.Random):
+    """A `torch.Generator` seeded from a check's `random.Random`, so tensor inputs follow the check's seed.
+
+    Example:
+        >>> import random
+        >>> torch_generator(random.Random(0)).initial_seed() == torch_generator(random.Random(0)).initial_seed()
+        True
+    """
+    import torch
+    return torch.Generator().manual_seed(rng.randrange(2**31))
 
 # %% ../nbs/90_grading.ipynb #e6cc8400
 @dataclass
