@@ -84,10 +84,10 @@ def _row(rng, T, trap, max_len):
         allowed[-1] = False
         s[:k] += 8
         e[:k] += 8
-        e[-1] += 8
+        e[-1] += 24                                        # the tail beats any allowed span by a wide margin
         q = rng.randrange(k, T - 2)                        # inside the passage, best start after best end
-        s[rng.randrange(q + 1, T - 1)] += 4
-        e[q] += 4
+        s[rng.randrange(q + 1, T - 1)] += 8
+        e[q] += 8
     return s, e, allowed
 
 
