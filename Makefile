@@ -9,7 +9,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
 export PYTHONHASHSEED := 0
 
-.PHONY: install browser-deps book test sync-check export clean-nbs clean
+.PHONY: install browser-deps book test sync-check export clean-nbs clean lab
 NB_TESTS := nbs $(wildcard exercises/solutions)
 
 install: $(STAMP)
@@ -55,6 +55,11 @@ export:
 	$(BIN)/nbdev-export
 clean-nbs:
 	$(BIN)/nbdev-clean --fname nbs; $(BIN)/nbdev-clean --fname exercises
+
+# A notebook interface for students: JupyterLab in the project's .venv, opened on exercises/.
+lab: install
+	$(PY) -c "import jupyterlab" 2>/dev/null || $(PY) -m pip install -q "jupyterlab"
+	$(BIN)/jupyter lab exercises
 
 # Regenerate the student notebooks exercises/NN_name.ipynb from exercises/solutions/.
 student-nbs: install

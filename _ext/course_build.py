@@ -96,9 +96,10 @@ class CourseApi(SphinxDirective):
     def run(self):
         import course_llm
 
+        # The library's modules; the grader (`course_llm.grading`) is for instructors.
         names = sorted(
             m.name for m in pkgutil.iter_modules(course_llm.__path__)
-            if not m.name.startswith("_")
+            if not m.name.startswith("_") and not m.ispkg
         )
         result = []
         for name in names:

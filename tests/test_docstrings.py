@@ -7,7 +7,9 @@ import pytest
 
 import course_llm
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(course_llm.__path__) if not m.name.startswith("_"))
+MODULES = sorted(m.name.removeprefix("course_llm.")
+                 for m in pkgutil.walk_packages(course_llm.__path__, "course_llm.")
+                 if not m.name.rsplit(".", 1)[-1].startswith("_"))
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,4 @@
-"""Tests of the grader (course_llm.grading*, course_llm.cli) and of every registered exercise.
+"""Tests of the grader (course_llm.grading*, course_llm.grading.cli) and of every registered exercise.
 
 The oracles here are the exercises' own reference solutions (full marks), their generated stubs
 (zero), planted-bug copies in tests/grading_fixtures/ that declare which checks they must fail,
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from course_llm.cli import main, make_student, strip_solutions
+from course_llm.grading.cli import main, make_student, strip_solutions
 from course_llm.grading import GradingError, check, exercises, get_exercise
-from course_llm.grading_runner import grade_file, grade_path, read_submission
+from course_llm.grading.runner import grade_file, grade_path, read_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "grading_fixtures"
@@ -169,7 +169,7 @@ def test_single_file_json(tmp_path):
 
 def _cli(*args, cwd=ROOT):
     exe = Path(sys.executable).parent / "course-llm"
-    command = [str(exe)] if exe.exists() else [sys.executable, "-c", "from course_llm.cli import main; "
+    command = [str(exe)] if exe.exists() else [sys.executable, "-c", "from course_llm.grading.cli import main; "
                                                                        "raise SystemExit(main())"]
     return subprocess.run(command + list(args), capture_output=True, text=True, cwd=cwd, timeout=60)
 
@@ -268,8 +268,8 @@ def _fill_exercise(mutates):
 @pytest.mark.parametrize("backend", ["local", "worker"])
 @pytest.mark.parametrize("mutates", [("buf",), (0,)], ids=["by_name", "by_position"])
 def test_mutates_declared_arguments_are_sent_back(backend, mutates):
-    from course_llm.grading import LocalBackend, run_checks
-    from course_llm.grading_runner import WorkerBackend
+    from course_llm.grading.core import LocalBackend, run_checks
+    from course_llm.grading.runner import WorkerBackend
 
     ex = _fill_exercise(mutates)
     failed = {}
@@ -292,7 +292,7 @@ def test_mutates_declared_arguments_are_sent_back(backend, mutates):
 
 
 def test_without_mutates_any_write_fails():
-    from course_llm.grading import LocalBackend, run_checks
+    from course_llm.grading.core import LocalBackend, run_checks
 
     ex = _fill_exercise(())
     namespace = {}
