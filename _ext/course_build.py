@@ -17,6 +17,7 @@ Two jobs:
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import pkgutil
 import re
@@ -90,33 +91,99 @@ def _on_source_read(app, docname, source):
     source[0] = json.dumps(render_notebook(json.loads(source[0])), indent=1, ensure_ascii=False)
 
 
+def _undocumented_data(module) -> list[str]:
+    """Public constants of `module` (names in its ``__all__`` that are neither classes nor
+    functions) that carry no ``#:`` doc comment, so that ``automodule`` would skip them."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    try:
+        documented = {name for (_, name) in ModuleAnalyzer.for_module(module.__name__).find_attr_docs()}
+    except Exception:  # no source to analyse: document them all
+        documented = set()
+    names = []
+    for name in getattr(module, "__all__", []):
+        obj = getattr(module, name, None)
+        if callable(obj) or inspect.ismodule(obj) or name in documented:
+            continue
+        names.append(name)
+    return names
+
+
+def _data_directive(module, name: str) -> list[str]:
+    """reST for one public constant: its name, its type, and its value when that is short."""
+    obj = getattr(module, name)
+    lines = [f".. py:data:: {name}", f"   :module: {module.__name__}", f"   :type: {type(obj).__name__}"]
+    value = repr(obj)
+    if len(value) <= 70 and "\n" not in value:
+        lines.append(f"   :value: {value}")
+    return lines + [""]
+
+
+def api_modules() -> list[str]:
+    """The library modules the student API reference documents: the top-level modules of
+    `course_llm`, without private ones and without subpackages (the grader, `course_llm.grading`,
+    is for instructors)."""
+    import course_llm
+
+    return sorted(
+        f"course_llm.{m.name}" for m in pkgutil.iter_modules(course_llm.__path__)
+        if not m.name.startswith("_") and not m.ispkg
+    )
+
+
+def api_rst(module_names: list[str]) -> list[str]:
+    """The reST lines of an API reference: one section per module, its members via autodoc."""
+    result = []
+    for title in module_names:
+        module = importlib.import_module(title)
+        summary = (module.__doc__ or "").strip().splitlines()
+        result += [title, "-" * len(title), ""]
+        if summary:
+            result += [summary[0], ""]
+        result += [f".. automodule:: {title}", "   :members:", "   :show-inheritance:", ""]
+        for name in _undocumented_data(module):
+            result += _data_directive(module, name)
+    return result
+
+
 class CourseApi(SphinxDirective):
-    """``{course-llm-api}``: one section per public module of `course_llm`, via autodoc."""
+    """``.. course-llm-api:: [module ...]``: one section per public module of `course_llm`
+    (or per module named), via autodoc.
+
+    autodoc writes reStructuredText, so the directive must sit in a reST context: in a MyST
+    page wrap it in an ``{eval-rst}`` block (a MyST page would otherwise show the generated
+    ``.. automodule::`` lines as text)."""
+
+    optional_arguments = 100
 
     def run(self):
-        import course_llm
-
-        # The library's modules; the grader (`course_llm.grading`) is for instructors.
-        names = sorted(
-            m.name for m in pkgutil.iter_modules(course_llm.__path__)
-            if not m.name.startswith("_") and not m.ispkg
-        )
-        result = []
-        for name in names:
-            module = importlib.import_module(f"course_llm.{name}")
-            summary = (module.__doc__ or "").strip().splitlines()
-            title = f"course_llm.{name}"
-            result += [title, "-" * len(title), ""]
-            if summary:
-                result += [summary[0], ""]
-            result += [f".. automodule:: course_llm.{name}", "   :members:", ""]
+        names = list(self.arguments) or api_modules()
         node = nodes.section()
         node.document = self.state.document
-        nested_parse_with_titles(self.state, StringList(result, source="course-llm-api"), node)
+        nested_parse_with_titles(self.state, StringList(api_rst(names), source="course-llm-api"), node)
         return node.children
+
+
+def _resolve_course_reference(app, env, node, contnode):
+    """Resolve a Python cross-reference that names an object of another `course_llm` module
+    by its short name (``:func:`cosine_schedule``` in `course_llm.train`, defined in
+    `course_llm.optim`): when exactly one documented `course_llm` object has that name."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip(".~")
+    domain = env.get_domain("py")
+    matches = [name for name in domain.objects
+               if name.startswith("course_llm.") and name.endswith("." + target)]
+    if len(matches) != 1:
+        return None
+    from sphinx.util.nodes import make_refnode
+
+    entry = domain.objects[matches[0]]
+    return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, matches[0])
 
 
 def setup(app):
     app.connect("source-read", _on_source_read)
     app.add_directive("course-llm-api", CourseApi)
+    app.connect("missing-reference", _resolve_course_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -117,7 +117,7 @@ class ViTConfig:
 
 # %% ../nbs/09c_vit.ipynb #b0ca82ef
 class ViT(nn.Module):
-    """Vision transformer: patch tokens plus [CLS], an encoder of `TransformerBlock`s, a head on [CLS].
+    """Vision transformer: patch tokens plus [CLS], an encoder of `TransformerBlock` layers, a head on [CLS].
 
     Args:
         config: a `ViTConfig`.
