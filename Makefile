@@ -33,14 +33,15 @@ book: install
 
 # The whole test suite: package in sync with notebooks, notebooks clean, unit tests,
 # nbval over every notebook (which also fills the book's execution cache, so the book build
-# below executes nothing twice), the strict book build, then a real browser on the result.
+# below executes nothing twice), the strict book build, then a static scan of every built page
+# for anything fetched from another machine, then a real browser on the result.
 # Two pytest workers share the two cores, so each runs torch on one thread (two threads each
 # made torch spin against itself: a 2 ms step took 480 ms).
 test: install browser-deps sync-check
 	$(BIN)/course-llm make-student --check
 	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
 	$(MAKE) book
-	$(BIN)/pytest tests/browser_check.py -p no:cacheprovider
+	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
 
 # Debian's chromium for the rendered-book check (installed when missing and we are root).
 browser-deps:

@@ -1,6 +1,8 @@
 """pytest glue for running the chapters under nbval.
 
 - A cell marked ``#| eval: false`` is skipped, as it is when the book executes.
+- The kernels run without progress bars (`course_build.quiet_kernels`): a tqdm bar would be
+  stored as an ipywidgets widget, which the offline book cannot show.
 - When every cell of a chapter passed, the executed notebook is stored in the book's execution
   cache (the one `_config.yml` names), after the same render-time rewrite the book applies.
   The book build that follows in the test command then finds every chapter already executed:
@@ -18,6 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "_ext"))
+from course_build import quiet_kernels  # noqa: E402
+
+quiet_kernels()  # before any kernel starts: nbval's kernels inherit this environment
 BOOK_CACHE = ROOT / ".cache" / "jupyter"
 STAGING = ROOT / ".cache" / "nbval-executed"
 

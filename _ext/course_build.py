@@ -10,8 +10,15 @@ Two jobs:
    The test command applies the same function before it stores nbval's executed notebooks
    in the book's execution cache, so both see identical cells and each chapter runs once.
 
-2. ``{course-llm-api}`` renders an API reference for every module of `course_llm`, so a
+2. ``course-llm-api`` renders an API reference for every module of `course_llm`, so a
    module exported by a new chapter appears in the reference without editing anything.
+
+3. The book must work offline. Progress bars are switched off in every kernel that executes a
+   chapter (`quiet_kernels`, called here for the book and by ``conftest.py`` for nbval): a
+   tqdm bar in a notebook becomes an ipywidgets widget whose page needs require.js and
+   @jupyter-widgets from CDNs. Widgets that reach the book anyway (an execution cache filled
+   before this rule) are dropped when the page is rendered, and `offline_problems` finds any
+   reference to another machine in a built page (``make test`` runs it over the whole book).
 """
 
 from __future__ import annotations
@@ -77,10 +84,53 @@ def render_cell(cell: dict) -> dict:
     return cell
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# Environment of the kernels that execute chapters: no progress bars (Hugging Face's
+# "Loading weights", tqdm's own), no advisory warnings on stderr (the strict build fails on
+# stderr output).
+QUIET_KERNEL_ENV = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+}
+
+
+def quiet_kernels(environ=None) -> None:
+    """Set `QUIET_KERNEL_ENV` in `environ` (default: this process, whose kernels inherit it),
+    keeping any value already set."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    for key, value in QUIET_KERNEL_ENV.items():
+        environ.setdefault(key, value)
+
+
+def drop_widgets(cell: dict) -> dict:
+    """Remove ipywidgets views from a code cell's outputs (keeping their plain-text form)."""
+    outputs = cell.get("outputs")
+    if not outputs or not any(WIDGET_VIEW in o.get("data", {}) for o in outputs):
+        return cell
+    kept = []
+    for out in outputs:
+        data = out.get("data", {})
+        if WIDGET_VIEW in data:
+            data = {k: v for k, v in data.items() if k != WIDGET_VIEW}
+            if not data:
+                continue
+            out = {**out, "data": data}
+        kept.append(out)
+    return {**cell, "outputs": kept}
+
+
 def render_notebook(nb: dict) -> dict:
-    """Return a copy of notebook `nb` (as a JSON dict) ready for the book."""
+    """Return a copy of notebook `nb` (as a JSON dict) ready for the book: nbdev directives
+    mapped to tags, no ipywidgets state or views."""
     nb = dict(nb)
-    nb["cells"] = [render_cell(c) for c in nb["cells"]]
+    nb["cells"] = [drop_widgets(render_cell(c)) for c in nb["cells"]]
+    if "widgets" in nb.get("metadata", {}):
+        nb["metadata"] = {k: v for k, v in nb["metadata"].items() if k != "widgets"}
     return nb
 
 
@@ -182,8 +232,73 @@ def _resolve_course_reference(app, env, node, contnode):
     return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, matches[0])
 
 
+def _drop_widget_scripts(app, doctree):
+    """myst-nb adds ipywidgets' state and its CDN scripts to a page whose executed notebook
+    (possibly from an old execution cache) holds widgets: drop them, the book is offline."""
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+
+        js_files = NbMetadataCollector.get_js_files(app.env, app.env.docname)
+    except (ImportError, AttributeError, KeyError):
+        return
+    for key in [k for k in js_files if k.startswith("ipywidgets")]:
+        del js_files[key]
+
+
+_EXTERNAL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
+# (tag, attribute) pairs whose URL the browser fetches by itself when the page loads
+_FETCHED = {("script", "src"), ("img", "src"), ("img", "srcset"), ("iframe", "src"),
+            ("source", "src"), ("source", "srcset"), ("video", "src"), ("video", "poster"),
+            ("audio", "src"), ("embed", "src"), ("object", "data"), ("input", "src"),
+            ("track", "src")}
+_LINK_FETCHED = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut",
+                 "apple-touch-icon", "manifest", "dns-prefetch", "preconnect"}
+_CSS_URL = re.compile(r"(url\(|@import)\s*['\"]?\s*(https?:)?//", re.IGNORECASE)
+_WIDGET_MARKS = ("application/vnd.jupyter.widget-state+json", WIDGET_VIEW, "require.min.js",
+                 "@jupyter-widgets")
+
+
+def offline_problems(html: str) -> list[str]:
+    """What in the HTML page `html` would make a browser fetch something from another machine:
+    scripts, styles, images, frames and media with an ``http(s)://`` or ``//`` address, CSS
+    ``url(...)``/``@import`` of one, and the traces of ipywidgets (widget state or views,
+    require.js). Links a reader may follow (``<a href>``) are fine.
+
+    Example:
+        >>> offline_problems('<a href="https://arxiv.org">paper</a><img src="fig.png">')
+        []
+        >>> offline_problems('<script src="https://cdn.example/x.js"></script>')
+        ['<script src="https://cdn.example/x.js">']
+    """
+    from html.parser import HTMLParser
+
+    problems: list[str] = []
+
+    class Scan(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = {k: (v or "") for k, v in attrs}
+            for name, value in a.items():
+                fetched = (tag, name) in _FETCHED or (
+                    tag == "link" and name == "href"
+                    and _LINK_FETCHED & set(a.get("rel", "").lower().split()))
+                if fetched and _EXTERNAL.match(value):
+                    problems.append(f'<{tag} {name}="{value}">')
+            if _CSS_URL.search(a.get("style", "")):
+                problems.append(f"<{tag} style> loads an external url")
+
+        def handle_data(self, data):
+            if self.lasttag == "style" and _CSS_URL.search(data):
+                problems.append("<style> loads an external url")
+
+    Scan(convert_charrefs=True).feed(html)
+    problems += [f"ipywidgets trace {mark!r}" for mark in _WIDGET_MARKS if mark in html]
+    return problems
+
+
 def setup(app):
+    quiet_kernels()
     app.connect("source-read", _on_source_read)
+    app.connect("doctree-read", _drop_widget_scripts)
     app.add_directive("course-llm-api", CourseApi)
     app.connect("missing-reference", _resolve_course_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,78 @@
+"""The book's offline machinery (`_ext/course_build.py`): the static scan finds what a browser
+would fetch from another machine, widgets are dropped before rendering, kernels are quiet."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+import course_build  # noqa: E402
+from course_build import WIDGET_VIEW, offline_problems, render_notebook  # noqa: E402
+
+
+@pytest.mark.parametrize("html", [
+    '<script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.4/require.min.js"></script>',
+    '<script src="//cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager/dist/embed-amd.js"></script>',
+    '<link rel="stylesheet" href="http://fonts.example/a.css">',
+    '<link rel="preload" as="font" href="https://fonts.example/a.woff2">',
+    '<img src="https://example.org/figure.png">',
+    '<img srcset="HTTPS://example.org/figure.png 2x">',
+    '<iframe src="https://www.youtube.com/embed/x"></iframe>',
+    '<div style="background: url(https://example.org/bg.png)"></div>',
+    "<style>@import url('https://fonts.example/a.css');</style>",
+    '<script type="application/vnd.jupyter.widget-state+json">{"state": {}}</script>',
+])
+def test_scan_finds_what_a_browser_fetches(html):
+    assert offline_problems(f"<html><body>{html}</body></html>")
+
+
+@pytest.mark.parametrize("html", [
+    '<a href="https://arxiv.org/abs/1706.03762">the paper</a>',
+    '<link rel="canonical" href="https://example.org/book/">',
+    '<script src="../_static/mathjax/tex-chtml.js"></script>',
+    '<img src="../_images/fig.png"> <p>see https://example.org in the text</p>',
+    '<style>.x { background: url(../_static/bg.png) }</style>',
+])
+def test_scan_allows_local_resources_and_links(html):
+    assert offline_problems(html) == []
+
+
+def _widget_notebook():
+    view = {"model_id": "abc", "version_major": 2, "version_minor": 0}
+    return {
+        "metadata": {"kernelspec": {"name": "python3"},
+                     "widgets": {"application/vnd.jupyter.widget-state+json": {"state": {"abc": {}}}}},
+        "cells": [{"cell_type": "code", "source": "#| hide\nimport x", "metadata": {},
+                   "outputs": [{"output_type": "display_data",
+                                "data": {WIDGET_VIEW: view, "text/plain": "Loading weights: 100%"}},
+                               {"output_type": "display_data", "data": {WIDGET_VIEW: view}},
+                               {"output_type": "stream", "name": "stdout", "text": "ok\n"}]}],
+    }
+
+
+def test_render_drops_widget_state_and_views():
+    nb = _widget_notebook()
+    before = json.dumps(nb)
+    out = render_notebook(nb)
+    assert json.dumps(nb) == before, "render_notebook must not change its input"
+    assert "widgets" not in out["metadata"] and out["metadata"]["kernelspec"]
+    cell = out["cells"][0]
+    assert cell["outputs"] == [
+        {"output_type": "display_data", "data": {"text/plain": "Loading weights: 100%"}},
+        {"output_type": "stream", "name": "stdout", "text": "ok\n"},
+    ]
+    assert cell["metadata"]["tags"] == ["remove-cell"] and cell["source"] == "import x"
+
+
+def test_kernels_start_without_progress_bars():
+    env = {"TQDM_DISABLE": "0"}
+    course_build.quiet_kernels(env)
+    assert env["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" and env["TQDM_DISABLE"] == "0"
+    # conftest.py (imported by this pytest run) set them for this process, so the kernels
+    # nbval starts inherit them; a child process sees tqdm disabled
+    code = "import tqdm, io; b = tqdm.tqdm(range(3), file=io.StringIO()); print(b.disable)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
