@@ -9,7 +9,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
 export PYTHONHASHSEED := 0
 
-.PHONY: install browser-deps book test sync-check export clean-nbs clean lab
+.PHONY: install browser-deps book test sync-check export clean-nbs clean lab format
 NB_TESTS := nbs $(wildcard exercises/solutions)
 
 install: $(STAMP)
@@ -51,6 +51,13 @@ browser-deps:
 
 sync-check: install
 	bash .ci/sync_check.sh
+
+# Format the notebooks' code to 88 columns (ruff formats .ipynb code cells in place), then
+# re-export the package from them.
+format: install
+	$(BIN)/ruff format nbs exercises
+	$(BIN)/nbdev-export
+	$(MAKE) clean-nbs
 
 export:
 	$(BIN)/nbdev-export

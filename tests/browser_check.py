@@ -37,6 +37,7 @@ def _toc_pages():
 
 
 PAGES = _toc_pages()
+LAPTOP = {"width": 1280, "height": 900}   # the layout checks hold on a laptop screen
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
@@ -79,7 +80,7 @@ def browser():
 
 @pytest.mark.parametrize("page_path", PAGES)
 def test_page_renders_offline(server, browser, page_path):
-    page = browser.new_page()
+    page = browser.new_page(viewport=LAPTOP)
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(f"{server}/{page_path}", wait_until="networkidle")
@@ -94,8 +95,20 @@ def test_page_renders_offline(server, browser, page_path):
     code_cells = page.locator("main div.cell_input").all_inner_texts()
     images = page.evaluate("""() => Array.from(document.querySelectorAll('main img')).map(
         i => ({src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
+    layout = page.evaluate("""() => {
+        const main = document.querySelector('main').getBoundingClientRect();
+        const outputs = Array.from(document.querySelectorAll('main div.cell_output pre'));
+        const imgs = Array.from(document.querySelectorAll('main img'));
+        return {
+            scrolling_outputs: outputs.filter(o => o.scrollWidth > o.clientWidth + 1).length,
+            wide_images: imgs.filter(i => i.getBoundingClientRect().right > main.right + 1)
+                             .map(i => i.getAttribute('src')),
+        };
+    }""")
     page.close()
 
+    assert layout["scrolling_outputs"] == 0, f"{layout['scrolling_outputs']} outputs scroll sideways"
+    assert not layout["wide_images"], f"figures wider than the column: {layout['wide_images']}"
     assert n_math >= n_tex, f"MathJax typeset {n_math} of the page's {n_tex} formulas"
     assert "$$" not in text and "\\begin{" not in text and "\\(" not in text, "raw TeX left on the page"
     directive_lines = [l for c in code_cells for l in c.splitlines() if l.strip().startswith("#|")]
