@@ -181,15 +181,46 @@ def api_modules() -> list[str]:
     )
 
 
-def api_rst(module_names: list[str]) -> list[str]:
-    """The reST lines of an API reference: one section per module, its members via autodoc."""
+_NBDEV_HEADER = re.compile(r"File to edit: (\S+\.ipynb)")
+
+
+def source_notebook(module) -> "Path | None":
+    """The notebook that nbdev generated `module` from (its header names it), or None."""
+    from pathlib import Path
+
+    try:
+        path = Path(inspect.getsourcefile(module))
+        head = path.read_text(encoding="utf-8").split("\n", 3)[:3]
+    except (TypeError, OSError):
+        return None
+    match = _NBDEV_HEADER.search("\n".join(head))
+    return (path.parent / match.group(1)).resolve() if match else None
+
+
+def _built_by(module, srcdir, found_docs) -> list[str]:
+    """One line saying which chapter builds `module`, linking to it when it is in the book."""
+    notebook = source_notebook(module)
+    if notebook is None or srcdir is None:
+        return []
+    try:
+        rel = notebook.relative_to(srcdir)
+    except ValueError:
+        return []
+    docname = rel.with_suffix("").as_posix()
+    if docname in (found_docs or ()):
+        return [f"Built in :doc:`/{docname}` (``{rel.as_posix()}``).", ""]
+    return [f"Built in ``{rel.as_posix()}``.", ""]
+
+
+def api_rst(module_names: list[str], srcdir=None, found_docs=None) -> list[str]:
+    """The reST lines of an API reference: one section per module, the chapter that builds
+    it (when `srcdir`, the book's folder, is given), its members via autodoc (which also shows
+    the module's docstring, if any)."""
     result = []
     for title in module_names:
         module = importlib.import_module(title)
-        summary = (module.__doc__ or "").strip().splitlines()
         result += [title, "-" * len(title), ""]
-        if summary:
-            result += [summary[0], ""]
+        result += _built_by(module, srcdir, found_docs)
         result += [f".. automodule:: {title}", "   :members:", "   :show-inheritance:", ""]
         for name in _undocumented_data(module):
             result += _data_directive(module, name)
@@ -210,7 +241,10 @@ class CourseApi(SphinxDirective):
         names = list(self.arguments) or api_modules()
         node = nodes.section()
         node.document = self.state.document
-        nested_parse_with_titles(self.state, StringList(api_rst(names), source="course-llm-api"), node)
+        from pathlib import Path
+
+        rst = api_rst(names, Path(self.env.srcdir).resolve(), self.env.found_docs)
+        nested_parse_with_titles(self.state, StringList(rst, source="course-llm-api"), node)
         return node.children
 
 
