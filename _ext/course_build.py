@@ -141,7 +141,7 @@ def _on_source_read(app, docname, source):
     source[0] = json.dumps(render_notebook(json.loads(source[0])), indent=1, ensure_ascii=False)
 
 
-def _undocumented_data(module) -> list[str]:
+def undocumented_data(module) -> list[str]:
     """Public constants of `module` (names in its ``__all__`` that are neither classes nor
     functions) that carry no ``#:`` doc comment, so that ``automodule`` would skip them."""
     from sphinx.pycode import ModuleAnalyzer
@@ -159,7 +159,7 @@ def _undocumented_data(module) -> list[str]:
     return names
 
 
-def _data_directive(module, name: str) -> list[str]:
+def data_directive(module, name: str) -> list[str]:
     """reST for one public constant: its name, its type, and its value when that is short."""
     obj = getattr(module, name)
     lines = [f".. py:data:: {name}", f"   :module: {module.__name__}", f"   :type: {type(obj).__name__}"]
@@ -222,8 +222,8 @@ def api_rst(module_names: list[str], srcdir=None, found_docs=None) -> list[str]:
         result += [title, "-" * len(title), ""]
         result += _built_by(module, srcdir, found_docs)
         result += [f".. automodule:: {title}", "   :members:", "   :show-inheritance:", ""]
-        for name in _undocumented_data(module):
-            result += _data_directive(module, name)
+        for name in undocumented_data(module):
+            result += data_directive(module, name)
     return result
 
 

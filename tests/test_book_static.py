@@ -76,3 +76,23 @@ def test_kernels_start_without_progress_bars():
     code = "import tqdm, io; b = tqdm.tqdm(range(3), file=io.StringIO()); print(b.disable)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_api_reference_documents_library_modules_not_the_grader():
+    names = course_build.api_modules()
+    assert "course_llm.gpt" in names and "course_llm.core" in names
+    assert not any(n.startswith("course_llm.grading") or "._" in n for n in names)
+    rst = course_build.api_rst(["course_llm.gpt"], ROOT, {"nbs/07_gpt"})
+    assert ".. automodule:: course_llm.gpt" in rst and "   :members:" in rst
+    assert "Built in :doc:`/nbs/07_gpt` (``nbs/07_gpt.ipynb``)." in rst
+    # a chapter outside the book being built is named, not linked (no dangling reference)
+    assert "Built in ``nbs/07_gpt.ipynb``." in course_build.api_rst(["course_llm.gpt"], ROOT, set())
+
+
+def test_constants_are_documented_with_their_type():
+    import course_llm.tokenizers as tok
+
+    assert "WORD_PATTERN" in course_build.undocumented_data(tok)
+    lines = course_build.data_directive(tok, "WORD_PATTERN")
+    assert lines[:3] == [".. py:data:: WORD_PATTERN", "   :module: course_llm.tokenizers",
+                         "   :type: str"]
