@@ -52,6 +52,13 @@ def _chromium():
     pytest.skip("chromium is not installed (apt-get install chromium)")
 
 
+def _open(page, url):
+    """Load `url` completely: parsed (`load`; on a busy machine a long page can still be
+    parsing when the network is idle) and then no requests for 500 ms."""
+    page.goto(url, wait_until="load", timeout=120_000)
+    page.wait_for_load_state("networkidle", timeout=120_000)
+
+
 @pytest.fixture(scope="module")
 def server():
     if not (HTML / PAGES[0]).exists():
@@ -83,7 +90,7 @@ def test_page_renders_offline(server, browser, page_path):
     page = browser.new_page(viewport=LAPTOP)
     requests = []
     page.on("request", lambda r: requests.append(r.url))
-    page.goto(f"{server}/{page_path}", wait_until="networkidle")
+    _open(page, f"{server}/{page_path}")
     # MathJax 3 typesets asynchronously: wait until it reports that it has finished
     if page.locator("script[src*='mathjax']").count():   # Sphinx loads MathJax on pages with maths
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
@@ -127,7 +134,7 @@ def test_every_page_is_checked():
 
 def test_chapter_one_has_its_figures(server, browser):
     page = browser.new_page()
-    page.goto(f"{server}/nbs/01_language_models.html", wait_until="networkidle")
+    _open(page, f"{server}/nbs/01_language_models.html")
     n_figures = page.locator("main img").count()
     page.close()
     assert n_figures >= 2, f"chapter 01 should show its sparsity and perplexity figures, found {n_figures}"
@@ -142,13 +149,16 @@ API_MIN_ENTRIES = 380
 
 def test_api_reference_renders_the_library(server, browser):
     page = browser.new_page()
-    page.goto(f"{server}/nbs/api.html", wait_until="networkidle")
-    kinds = page.evaluate("""() => Array.from(document.querySelectorAll('main dl.py')).map(
-        d => d.classList[1])""")
-    signatures = page.locator("main dl.py > dt.sig").count()
-    ids = page.evaluate("() => Array.from(document.querySelectorAll('main dl.py > dt[id]')).map(d => d.id)")
-    text = page.inner_text("main")
+    page.set_default_timeout(120_000)   # a long page on a busy machine
+    _open(page, f"{server}/nbs/api.html")
+    found = page.evaluate("""() => ({
+        kinds: Array.from(document.querySelectorAll('main dl.py')).map(d => d.classList[1]),
+        signatures: document.querySelectorAll('main dl.py > dt.sig').length,
+        ids: Array.from(document.querySelectorAll('main dl.py > dt[id]')).map(d => d.id),
+        text: document.querySelector('main').textContent,
+    })""")
     page.close()
+    kinds, signatures, ids, text = found["kinds"], found["signatures"], found["ids"], found["text"]
     assert ".. automodule::" not in text and ":members:" not in text, \
         "the API page shows autodoc's directives as text instead of running them"
     objects = sum(k in ("class", "function", "exception") for k in kinds)
