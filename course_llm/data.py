@@ -6,17 +6,20 @@ __all__ = ['CORPORA', 'SENTIMENT_SOURCES', 'package_file', 'load_corpus', 'split
 
 # %% ../nbs/01b_data.ipynb #bb502bf2
 import csv
+import hashlib
 import json
 import os
 import random
 import re
 import tempfile
+import warnings
 from importlib import metadata
 from pathlib import Path
 
 import torch
 
-from .core import (MissingDataError, cache_dir, clean_stale_temps,
+from .core import (MissingDataError, cache_dir, check_choice, check_float, check_int,
+                             check_positive_int, check_tensor, clean_stale_temps,
                              locate_package_file, write_atomic)
 
 # distribution that ships it, file(s) inside it, and how to install it
@@ -38,8 +41,7 @@ def package_file(key: str) -> Path:
     Raises:
         MissingDataError: the package is not installed (the message says how to install it).
     """
-    if key not in _PACKAGES:
-        raise ValueError(f"key must be one of {sorted(_PACKAGES)}, got {key!r}")
+    check_choice("key", key, sorted(_PACKAGES))
     dist, rel, how = _PACKAGES[key]
     return locate_package_file(dist, rel, f"{key} data", how)
 
@@ -87,27 +89,62 @@ def _build(name: str) -> str:
         lines.append(f'{v["chapter"]}:{v["verse"]} {v["text"]}')
     return "\n".join(lines) + "\n"
 
+# %% ../nbs/01b_data.ipynb #df5a97ff
+_CACHE_VERSION = "v2"
 
+
+def _cache_path(name: str, data: bytes) -> Path:
+    """Where corpus `name` is cached: its checksum is part of the file name."""
+    return cache_dir() / f"{name}-{_CACHE_VERSION}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
+
+
+def _cached_text(name: str) -> str | None:
+    """The cached text of corpus `name`, or None; damaged cache files are removed (with a warning)."""
+    for path in sorted(cache_dir().glob(f"{name}-{_CACHE_VERSION}-*.txt")):
+        data = path.read_bytes()
+        if path == _cache_path(name, data):       # length and content as written
+            return data.decode("utf-8")
+        warnings.warn(f"corpus cache {path} is damaged (truncated or altered: its checksum does "
+                      f"not match the one in its name); removing it and rebuilding the corpus")
+        path.unlink(missing_ok=True)
+    return None
+
+# %% ../nbs/01b_data.ipynb #f9a3fe14
 def load_corpus(name: str) -> str:
     """The full text of a corpus, built once from its package and cached.
 
+    The cache file's name carries the SHA-256 of its bytes, so a truncated, altered or
+    half-written cache is detected, removed and rebuilt, never returned.
+
     Args:
         name: ``"shakespeare"`` (38 plays, about 4.7 MB) or ``"bible"`` (King James, about 4.3 MB).
+
+    Raises:
+        MissingDataError: no intact cache and the corpus's package is not installed (the message
+            names the damaged cache file, if there was one, and says how to install the package).
 
     Example:
         >>> load_corpus("shakespeare")[:8]
         'A Midsum'
     """
-    if name not in CORPORA:
-        raise ValueError(f"name must be one of {CORPORA}, got {name!r}")
-    path = cache_dir() / f"{name}-v1.txt"
-    if path.exists():
-        return path.read_text(encoding="utf-8")
-    text = _build(name)
-    write_atomic(path, text)
+    check_choice("name", name, CORPORA)
+    clean_stale_temps(cache_dir())
+    damaged = sorted(cache_dir().glob(f"{name}-{_CACHE_VERSION}-*.txt"))
+    text = _cached_text(name)
+    if text is not None:
+        return text
+    try:
+        text = _build(name)
+    except MissingDataError as e:
+        if damaged:
+            raise MissingDataError(f"the cached {name} corpus {damaged[0]} was damaged and "
+                                   f"cannot be rebuilt: {e}") from e
+        raise
+    data = text.encode("utf-8")
+    write_atomic(_cache_path(name, data), data)
     return text
 
-
+# %% ../nbs/01b_data.ipynb #4d630475
 def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.05):
     """Split text into contiguous train / validation / test parts, cutting at line ends.
 
@@ -120,9 +157,8 @@ def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.0
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    for arg, v in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-        if not 0 <= v < 1:
-            raise ValueError(f"{arg} must be in [0, 1), got {v}")
+    val_fraction = check_float("val_fraction", val_fraction, min=0, max=1, max_open=True)
+    test_fraction = check_float("test_fraction", test_fraction, min=0, max=1, max_open=True)
     if val_fraction + test_fraction >= 1:
         raise ValueError("val_fraction + test_fraction must leave some text for training")
 
@@ -187,19 +223,26 @@ def load_sentiment(source: str = "imdb", split: str = "train"):
     part = {"train": rows[:a], "val": rows[a:b], "test": rows[b:]}[split]
     return [t for t, _ in part], [y for _, y in part]
 
-
-def _check_ids(ids, block_size: int) -> torch.Tensor:
+# %% ../nbs/01b_data.ipynb #a862b0b9
+def _check_ids(ids, block_size) -> torch.Tensor:
     if not isinstance(ids, torch.Tensor):
-        ids = torch.as_tensor(ids)
-    if ids.dim() != 1 or ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-        raise ValueError(f"ids must be a 1-D integer tensor of token ids, got shape "
-                         f"{tuple(ids.shape)} and dtype {ids.dtype}")
-    if not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+        try:
+            ids = torch.as_tensor(ids)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise TypeError(f"`ids` must be a 1-D tensor or list of int token ids, got "
+                            f"{type(ids).__name__}") from e
+    check_tensor("ids", ids, ndim=1, dtype="int")
+    block_size = check_positive_int("block_size", block_size)
     if len(ids) < block_size + 1:
-        raise ValueError(f"ids holds {len(ids)} tokens; block_size={block_size} needs at least "
+        raise ValueError(f"`ids` holds {len(ids)} tokens; block_size={block_size} needs at least "
                          f"{block_size + 1}: use a longer text or a smaller block_size")
     return ids.long()
+
+
+def _check_windows(x: torch.Tensor) -> None:
+    if x.numel() and int(x.min()) < 0:
+        raise ValueError(f"`ids` holds negative token ids (e.g. {int(x.min())}): token ids "
+                         f"index a vocabulary and start at 0")
 
 
 def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None):
@@ -224,15 +267,17 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
         True
     """
     ids = _check_ids(ids, block_size)
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = check_positive_int("batch_size", batch_size)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
     starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
     offsets = torch.arange(block_size)
     x = ids[starts[:, None] + offsets]          # (B, T)
     y = ids[starts[:, None] + offsets + 1]      # (B, T)
+    _check_windows(torch.cat([x[:, :1], y], 1))
     return x.to(device), y.to(device)
 
-
+# %% ../nbs/01b_data.ipynb #956b6825
 class TokenDataset(torch.utils.data.Dataset):
     """Consecutive windows of a token sequence as ``(x, y)`` pairs, for evaluation passes.
 
@@ -247,15 +292,15 @@ class TokenDataset(torch.utils.data.Dataset):
 
     def __init__(self, ids, block_size: int, stride: int = None):
         self.ids = _check_ids(ids, block_size)
-        self.block_size = block_size
-        self.stride = block_size if stride is None else stride
-        if not isinstance(self.stride, int) or self.stride < 1:
-            raise ValueError(f"stride must be a positive int, got {stride!r}")
+        _check_windows(self.ids)
+        self.block_size = check_positive_int("block_size", block_size)
+        self.stride = block_size if stride is None else check_positive_int("stride", stride)
 
     def __len__(self):
         return (len(self.ids) - 1 - self.block_size) // self.stride + 1
 
     def __getitem__(self, i):
+        i = check_int("i", i)
         if not -len(self) <= i < len(self):
             raise IndexError(f"window {i} out of range for {len(self)} windows")
         s = (i % len(self)) * self.stride

@@ -10,7 +10,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .bert import BERT, load_minilm, mean_pool, minilm_path
-from .train import cosine_schedule, param_groups
+from .core import check_float, check_positive_int
+from .optim import fit
 
 # %% auto #0
 __all__ = ['Pooler', 'SequenceClassifier', 'TokenTagger', 'SpanQA', 'best_span', 'collate', 'freeze_below', 'fine_tune']
@@ -294,7 +295,8 @@ def fine_tune(model: nn.Module, batches: Sequence[dict], steps: int, lr: float, 
 
     Step `k` uses `batches[k % len(batches)]` (shuffle them beforehand); the loss is
     `loss_fn(model, batch)`, by default `model.loss(batch)`. Only parameters with `requires_grad`
-    train (see `freeze_below`); matrices get weight decay, biases and norms do not. Returns the losses.
+    train (see `freeze_below`); matrices get weight decay, biases and norms do not. The loop is
+    :func:`course_llm.optim.fit`; the model is left in eval mode. Returns the losses.
 
     Example:
         >>> _ = torch.manual_seed(0); lin = nn.Linear(2, 1)
@@ -306,28 +308,16 @@ def fine_tune(model: nn.Module, batches: Sequence[dict], steps: int, lr: float, 
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
-    if isinstance(batches, dict) or len(batches) == 0:
-        raise ValueError("`batches` must be a non-empty list of batch dicts")
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"`steps` must be a positive int, got {steps!r}")
-    if not lr > 0 or not 0 <= warmup <= 1:
-        raise ValueError(f"need lr > 0 and 0 <= warmup <= 1, got lr={lr}, warmup={warmup}")
-    loss_fn = loss_fn or (lambda m, b: m.loss(b))
-    device = next(model.parameters()).device
-    opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
-    warmup_steps = int(warmup * steps)
-    losses = []
-    model.train()
-    for k in range(steps):
-        for g in opt.param_groups:
-            g["lr"] = cosine_schedule(k, steps, warmup_steps, lr, 0.0)
-        batch = {key: v.to(device) if torch.is_tensor(v) else v for key, v in batches[k % len(batches)].items()}
-        loss = loss_fn(model, batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], clip)
-        opt.step()
-        losses.append(loss.item())
+    if (isinstance(batches, (dict, str, bytes)) or not isinstance(batches, Sequence) or not batches
+            or not all(isinstance(b, dict) for b in batches)):
+        raise ValueError("`batches` must be a non-empty list of batch dicts (see `collate`)")
+    steps = check_positive_int("steps", steps)
+    warmup = check_float("warmup", warmup, min=0, max=1)
+    if loss_fn is None:
+        if not callable(getattr(model, "loss", None)):
+            raise TypeError(f"{type(model).__name__} has no `loss(batch)` method: pass `loss_fn`")
+        loss_fn = lambda m, b: m.loss(b)
+    losses = fit(model, batches, loss_fn, steps=steps, lr=lr, warmup_steps=int(warmup * steps),
+                 min_lr=0.0, weight_decay=weight_decay, clip=clip)
     model.eval()
     return losses

