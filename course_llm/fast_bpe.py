@@ -8,11 +8,10 @@ import copy
 import gc
 import hashlib
 import json
-import math
 import os
 from collections import Counter
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 
 import regex
@@ -23,9 +22,6 @@ from .bpe import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, Splitter, check_id_lis
 from .core import check_int, locate_package_file, write_atomic, cache_dir
 
 # %% ../nbs/02c_fast_bpe.ipynb #1c2e966b
-_NO_MERGE = math.inf
-
-
 def bpe_merge(piece: bytes, ranks: dict) -> list:
     """Split `piece` into tokens with tiktoken's rule; returns the tokens' bytes.
 
@@ -49,23 +45,43 @@ def bpe_merge(piece: bytes, ranks: dict) -> list:
     return _bpe_merge(bytes(piece), ranks)
 
 
+_BYTES = [bytes([b]) for b in range(256)]
+_NO_RANK = 1 << 62                        # larger than any rank; an int compares faster than inf
+
+
 def _bpe_merge(piece: bytes, ranks: dict) -> list:
-    parts = [piece[i:i + 1] for i in range(len(piece))]
+    parts = list(map(_BYTES.__getitem__, piece))
     get = ranks.get
-    pair_ranks = [get(a + b, _NO_MERGE) for a, b in zip(parts, parts[1:])]
+    pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(_NO_RANK)))
     while pair_ranks:
         best = min(pair_ranks)
-        if best == _NO_MERGE:
+        if best == _NO_RANK:
             break
         i = pair_ranks.index(best)        # leftmost lowest rank
         parts[i] += parts[i + 1]
         del parts[i + 1]
         del pair_ranks[i]
         if i < len(pair_ranks):           # new pair on the right
-            pair_ranks[i] = get(parts[i] + parts[i + 1], _NO_MERGE)
-        if i > 0:                         # new pair on the left
-            pair_ranks[i - 1] = get(parts[i - 1] + parts[i], _NO_MERGE)
+            pair_ranks[i] = get(parts[i] + parts[i + 1], _NO_RANK)
+        if i:                             # new pair on the left
+            pair_ranks[i - 1] = get(parts[i - 1] + parts[i], _NO_RANK)
     return parts
+
+
+class _ChunkCache(dict):
+    """``{chunk: ids}`` for one vocabulary; looking up a new chunk encodes it and stores it."""
+
+    def __init__(self, ranks: dict):
+        super().__init__()
+        self.ranks = ranks
+
+    def __missing__(self, chunk: str) -> tuple:
+        piece = chunk.encode("utf-8")
+        ranks = self.ranks
+        rank = ranks.get(piece)                   # shortcut: the whole chunk is one token
+        ids = (rank,) if rank is not None else tuple(map(ranks.__getitem__, _bpe_merge(piece, ranks)))
+        self[chunk] = ids
+        return ids
 
 # %% ../nbs/02c_fast_bpe.ipynb #2fcc83ee
 _FORMAT = "course_llm-bpe"
@@ -156,8 +172,10 @@ class BPETokenizer:
                             f"{type(special_tokens).__name__}")
         decoder = {}
         for token, i in ranks.items():
-            if not isinstance(token, bytes) or not token or not isinstance(i, int) or i < 0:
-                raise ValueError(f"ranks must map non-empty bytes to ids >= 0, found {token!r}: {i!r}")
+            if (not isinstance(token, bytes) or not token or not isinstance(i, int) or i < 0
+                    or i >= _NO_RANK):
+                raise ValueError(f"ranks must map non-empty bytes to ids in [0, 2**62), found "
+                                 f"{token!r}: {i!r}")
             if i in decoder:
                 raise ValueError(f"id {i} is used by two tokens, {decoder[i]!r} and {token!r}")
             decoder[i] = token
@@ -173,7 +191,7 @@ class BPETokenizer:
         self.special_tokens = {}
         self._merges = None if merges is None else dict(merges)
         self._vocab_size = max(decoder) + 1
-        self._cache = {}
+        self._cache = _ChunkCache(self._ranks)
         self.cache_size = 1 << 18                 # max cached chunks before the cache is reset
         self._register(special_tokens)
 
@@ -253,7 +271,8 @@ class BPETokenizer:
             ({'<|im_start|>': 256}, {})
         """
         new = copy.copy(self)
-        new.special_tokens, new._decoder, new._cache = dict(self.special_tokens), dict(self._decoder), {}
+        new.special_tokens, new._decoder = dict(self.special_tokens), dict(self._decoder)
+        new._cache = _ChunkCache(self._ranks)
         new.add_special_tokens(names)
         return new
 
@@ -325,18 +344,9 @@ class BPETokenizer:
                 gc.enable()
 
     def _encode_chunks(self, chunks: list) -> list:
-        cache = self._cache
-        new = set(chunks).difference(cache)
-        if new:
-            if len(cache) + len(new) > self.cache_size:
-                cache.clear()
-            ranks = self._ranks
-            get = ranks.get
-            for chunk in new:
-                piece = chunk.encode("utf-8")
-                rank = get(piece)                 # shortcut: the whole chunk is one token
-                cache[chunk] = ((rank,) if rank is not None else
-                                tuple(map(ranks.__getitem__, _bpe_merge(piece, ranks))))
+        cache = self._cache                       # encodes each new chunk on first lookup
+        if len(cache) > self.cache_size:
+            cache.clear()
         return list(chain.from_iterable(map(cache.__getitem__, chunks)))
 
     def encode(self, text: str, allowed_special="none") -> list:
