@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from .core import check_bool, check_choice, check_int
+
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-06
 _ASCII_PUNCT = frozenset(string.punctuation)
 # Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not among them)
@@ -83,6 +85,9 @@ def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str
     """
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    check_bool("lowercase", lowercase)
+    if strip_accents is not None:
+        check_bool("strip_accents", strip_accents)
     if strip_accents is None:
         strip_accents = lowercase
     out = []
@@ -111,6 +116,8 @@ def pre_tokenize(text: str) -> list:
         >>> pre_tokenize("hello, world!! it's")
         ['hello', ',', 'world', '!', '!', 'it', "'", 's']
     """
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be a str, got {type(text).__name__}")
     words, cur = [], []
     for ch in text:
         if ch.isspace():
@@ -131,15 +138,26 @@ def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "#
                     max_chars: int = 100) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
     word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word that
-    cannot be covered, or is longer than `max_chars` characters, becomes one `unk_token`.
+    cannot be covered, or is longer than `max_chars` characters, becomes one `unk_token`, which
+    must be in `vocab`.
 
     Example:
-        >>> v = {"un", "##aff", "##able", "aff", "##a"}
+        >>> v = {"[UNK]", "un", "##aff", "##able", "aff", "##a"}
         >>> wordpiece_split("unaffable", v)
         ['un', '##aff', '##able']
         >>> wordpiece_split("unaffablez", v)
         ['[UNK]']
     """
+    if not isinstance(word, str):
+        raise TypeError(f"`word` must be a str, got {type(word).__name__}")
+    if not isinstance(vocab, (set, frozenset, dict)):
+        raise TypeError(f"`vocab` must be a set or dict of token strings, got {type(vocab).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"`prefix` must be a str such as '##', got {type(prefix).__name__}")
+    if not isinstance(unk_token, str) or unk_token not in vocab:
+        raise ValueError(f"`unk_token` {unk_token!r} is not in `vocab`: add it (BERT's is '[UNK]'), "
+                         "or words that cannot be split would get a token the vocabulary lacks")
+    check_int("max_chars", max_chars, min=1)
     if len(word) > max_chars:
         return [unk_token]
     pieces, start = [], 0
@@ -184,8 +202,12 @@ class WordPieceTokenizer:
         missing = [t for t in _SPECIAL if t not in vocab]
         if missing:
             raise ValueError(f"`vocab` lacks the special tokens {missing}: BERT needs all of {list(_SPECIAL)}")
-        if not isinstance(max_input_chars_per_word, int) or max_input_chars_per_word < 1:
-            raise ValueError(f"`max_input_chars_per_word` must be a positive int, got {max_input_chars_per_word!r}")
+        check_int("max_input_chars_per_word", max_input_chars_per_word, min=1)
+        check_bool("lowercase", lowercase)
+        if strip_accents is not None:
+            check_bool("strip_accents", strip_accents)
+        if len(set(vocab.values())) != len(vocab) or min(vocab.values()) < 0:
+            raise ValueError("`vocab` ids must be distinct ints >= 0 (one id per token)")
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase, self.strip_accents = lowercase, strip_accents
@@ -256,6 +278,7 @@ class WordPieceTokenizer:
     def encode(self, text: str, add_special_tokens: bool = True, max_length: int = None) -> list:
         "Token ids of `text`, as ``[CLS] ... [SEP]``; `max_length` truncates (keeping [SEP])."
         ids = self._pieces(text)
+        check_bool("add_special_tokens", add_special_tokens)
         if not add_special_tokens:
             return ids if max_length is None else ids[:_check_max(max_length, 0)]
         if max_length is not None:
@@ -274,7 +297,7 @@ class WordPieceTokenizer:
 
     def encode_batch(self, texts, max_length: int = None) -> dict:
         "Right-padded tensors input_ids, token_type_ids, attention_mask (B, T) for a list of texts."
-        if isinstance(texts, str) or not texts:
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not texts:
             raise TypeError("`texts` must be a non-empty list of str; use encode() for one text")
         rows = [self.encode(t, max_length=max_length) for t in texts]
         T = max(map(len, rows))
@@ -287,8 +310,16 @@ class WordPieceTokenizer:
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         "Join the pieces: ``##`` pieces glue to the previous one, others get a space."
+        check_bool("skip_special_tokens", skip_special_tokens)
         if isinstance(ids, torch.Tensor):
+            if ids.ndim != 1 or ids.is_floating_point():
+                raise ValueError(f"`ids` must be a 1-D integer tensor, got shape {tuple(ids.shape)} "
+                                 f"and dtype {ids.dtype}; decode one row at a time")
             ids = ids.tolist()
+        if not isinstance(ids, (list, tuple)):
+            raise TypeError(f"`ids` must be a list of int, got {type(ids).__name__}")
+        if not all(type(i) is int for i in ids):
+            raise TypeError(f"`ids` must hold int, got {[i for i in ids if type(i) is not int][:3]}")
         bad = [i for i in ids if i not in self.id_to_token]
         if bad:
             raise ValueError(f"`ids` contains {bad[:5]}, not in the vocabulary of size {self.vocab_size}")
@@ -317,9 +348,7 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 
 
 def _check_max(max_length, n_special):
-    if not isinstance(max_length, int) or max_length < n_special:
-        raise ValueError(f"`max_length` must be an int >= {n_special} (room for the special tokens), got {max_length!r}")
-    return max_length
+    return check_int("max_length", max_length, min=n_special)   # room for the special tokens
 
 
 def _truncate_pair(x, y, budget):
@@ -362,8 +391,12 @@ def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> di
         >>> round(s[("##g", "##s")], 4), round(s[("h", "##u")], 4)
         (0.0667, 0.0667)
     """
-    if criterion not in ("likelihood", "frequency"):
-        raise ValueError(f"`criterion` must be 'likelihood' or 'frequency', got {criterion!r}")
+    check_choice("criterion", criterion, ("likelihood", "frequency"))
+    if not isinstance(splits, dict) or not isinstance(counts, dict):
+        raise TypeError("`splits` and `counts` must be dicts {word: [pieces]} and {word: count}")
+    missing = [w for w in counts if w not in splits]
+    if missing:
+        raise ValueError(f"`splits` lacks the words {missing[:3]} of `counts`; split every word")
     unit, pair = Counter(), Counter()
     for w, n in counts.items():
         s = splits[w]
@@ -405,12 +438,12 @@ def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood"
     """
     if not isinstance(counts, dict) or not counts or not all(isinstance(w, str) and w for w in counts):
         raise ValueError("`counts` must be a non-empty dict {word: count}; build one with count_words(text)")
-    if criterion not in ("likelihood", "frequency"):
-        raise ValueError(f"`criterion` must be 'likelihood' or 'frequency', got {criterion!r}")
+    for w, n in counts.items():
+        check_int(f"counts[{w!r}]", n, min=1)
+    check_choice("criterion", criterion, ("likelihood", "frequency"))
     splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
     vocab = list(_SPECIAL) + sorted({t for s in splits.values() for t in s})
-    if not isinstance(vocab_size, int) or vocab_size < len(vocab):
-        raise ValueError(f"`vocab_size` must be an int >= {len(vocab)} (special tokens + alphabet), got {vocab_size!r}")
+    check_int("vocab_size", vocab_size, min=len(vocab))          # special tokens + alphabet
     unit, pair, where = Counter(), Counter(), defaultdict(set)
 
     def account(w, sign):

@@ -80,3 +80,52 @@ def test_add_special_tokens_tokenizer_side():
     enc = tok.encode(render_chat([{"role": "user", "content": "hello"}]), allowed_special="all")
     assert enc[0] == 260 and enc[-2] == 261
     assert tok.decode(enc) == render_chat([{"role": "user", "content": "hello"}])
+
+
+def test_check_messages_public_and_old_name():
+    from course_llm import chat
+    msgs = [{"role": "user", "content": "hi"}]
+    assert chat.check_messages(msgs) == msgs and chat._check_messages is chat.check_messages
+
+
+class _Subclass(BPETokenizer):
+    """A tokenizer whose __init__ takes other arguments (like pretrained.GGUFTokenizer)."""
+
+    def __init__(self, ranks, note):
+        super().__init__(ranks)
+        self.note = note
+
+
+def test_add_special_tokens_keeps_subclass_state():
+    tok = _Subclass({bytes([b]): b for b in range(256)}, note="kept")
+    m = GPT(GPTConfig.gpt2_style(vocab_size=256, block_size=8, n_layer=1, d_model=16))
+    assert add_special_tokens(m, tok) == [256, 257]
+    assert type(tok) is _Subclass and tok.note == "kept" and tok.vocab_size == 258
+    assert tok.encode(IM_START + "a" + IM_END, allowed_special="all") == [256, 97, 257]
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda m, t: add_special_tokens(m, t, IM_START), TypeError, "tokens"),
+    (lambda m, t: add_special_tokens(m, t, [IM_START, ""]), TypeError, "tokens"),
+    (lambda m, t: add_special_tokens(m, "tok", [IM_START]), TypeError, "tokenizer"),
+    (lambda m, t: add_special_tokens(None, t, [IM_START]), TypeError, "model"),
+    (lambda m, t: add_special_tokens(
+        GPT(GPTConfig.gpt2_style(vocab_size=300, block_size=4, n_layer=1, d_model=8)), t), ValueError,
+        "must match"),
+    (lambda m, t: grow_vocab(m, 1.5), TypeError, "n_new"),
+    (lambda m, t: grow_vocab(m, -2), ValueError, "n_new"),
+    (lambda m, t: grow_vocab("model", 2), TypeError, "model"),
+    (lambda m, t: render_chat({"role": "user", "content": "x"}), TypeError, "messages"),
+    (lambda m, t: render_chat([("user", "x")]), TypeError, "messages"),
+    (lambda m, t: render_chat([{"role": "user", "content": IM_END}]), ValueError, "im_end"),
+    (lambda m, t: render_chat([], add_generation_prompt="yes"), TypeError, "add_generation_prompt"),
+    (lambda m, t: render_chat([], default_system=3), TypeError, "default_system"),
+    (lambda m, t: parse_chat(None), TypeError, "text"),
+    (lambda m, t: parse_chat("<|im_start|>bot\nx<|im_end|>\n"), ValueError, "role"),
+])
+def test_chat_rejects_bad_input(call, error, match):
+    tok = BPETokenizer.train("hello world " * 10, 256 + 4)
+    m = GPT(GPTConfig.gpt2_style(vocab_size=tok.vocab_size, block_size=8, n_layer=1, d_model=16))
+    with pytest.raises(error, match=match):
+        call(m, tok)
+    assert tok.vocab_size == m.config.vocab_size == 260   # nothing half-done

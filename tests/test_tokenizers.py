@@ -6,16 +6,18 @@ from collections import Counter
 from functools import lru_cache
 
 import pytest
+import regex
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from course_llm.bpe import Splitter
 from course_llm.data import load_corpus, load_sentiment
+from course_llm.fast_bpe import _offline_file
 from course_llm.tokenizers import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, BPETokenizer,
-                                   CharTokenizer, WordTokenizer, _offline_file, bpe_merge,
+                                   CharTokenizer, WordTokenizer, bpe_merge, chunk_counts,
                                    encode_with_merges, get_pair_counts, merge, most_frequent_pair,
-                                   tiktoken_encoding,
-                                   train_bpe, train_bpe_naive)
+                                   tiktoken_encoding, train_bpe, train_bpe_naive, train_merges)
 
 NAMES = ["gpt2", "cl100k_base"]
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -79,6 +81,11 @@ def test_parity_random(text):
 @lru_cache(maxsize=None)
 def ours_for(name):
     return BPETokenizer.from_tiktoken(name)
+
+
+@lru_cache(maxsize=None)
+def ranks_for(name):
+    return tiktoken_encoding(name)._mergeable_ranks
 
 
 @FAST
@@ -173,7 +180,7 @@ def test_fast_trainer_equals_naive_random(text, vocab_size):
 def test_rank_rule_equals_merge_rule_on_trained(train_text, text):
     tok = BPETokenizer.train(train_text, 256 + 12)
     merges = tok.merges
-    for chunk in tok._regex.findall(text):
+    for chunk in regex.findall(tok.pattern, text):
         assert encode_with_merges(chunk.encode(), merges) == tok.encode_ordinary(chunk)
 
 
@@ -208,7 +215,7 @@ def test_get_pair_counts_and_merge(data):
 def test_encode_with_merges_matches_tiktoken_rule(data):
     # GPT-2's merges in the rank rule (bpe_merge) and the merge rule agree on byte strings
     ours = ours_for("gpt2")
-    ranks = ours._ranks
+    ranks = ranks_for("gpt2")
     byte_ids = [ranks[bytes([b])] for b in range(256)]
     got = encode_with_merges([byte_ids[b] for b in data], ours.merges)
     assert got == [ranks[p] for p in bpe_merge(data, ranks)] if data else got == []
@@ -333,14 +340,187 @@ PIECES = [" ", "  ", "a", "B", "s", "1", "123", "\n", "\t", "\r\n", "'", "'s", "
 @given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
 def test_split_fast_path_equals_full_regex(text):
     for name in NAMES:
-        tok = ours_for(name)
-        assert tok._split(text) == tok._regex.findall(text)
+        splitter = Splitter(ours_for(name).pattern)
+        assert splitter.split(text) == regex.findall(splitter.pattern, text)
 
 
 def test_split_fast_path_on_corpora(shakespeare):
     reviews, _ = load_sentiment("imdb", "train")
     for name in NAMES:
-        tok = ours_for(name)
-        assert tok._ascii_regex is not None
+        splitter = Splitter(ours_for(name).pattern)
+        assert splitter.ascii is not None
         for text in [shakespeare[:200_000], "\n".join(reviews[:300])]:
-            assert tok._split(text) == tok._regex.findall(text)
+            assert splitter.split(text) == regex.findall(splitter.pattern, text)
+
+
+# ----- streaming: encode_iterable against tiktoken on the joined text -------------------------
+STREAM_PIECES = ["a", "ab", " ", "  ", "\n", "1234", "'s", "é", "🙂", "!", "東京", "<|endoftext|>",
+                 "<|endo", "ftext|>", "<|fim_prefix|>", " the", "\t", "x\u0301"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(STREAM_PIECES), max_size=60).map("".join),
+       st.lists(st.integers(0, 400), max_size=12), st.integers(1, 40))
+def test_encode_iterable_random_splits(text, cut_points, buffer_chars):
+    cuts = sorted({c % (len(text) + 1) for c in cut_points})
+    pieces = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    for name in NAMES:
+        want = tiktoken_encoding(name).encode(text, allowed_special="all")
+        got = list(ours_for(name).encode_iterable(pieces, "all", buffer_chars=buffer_chars))
+        assert got == want
+
+
+def test_encode_iterable_corpus_and_file(shakespeare, tmp_path):
+    text = shakespeare[:50_000]
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8")
+    enc = tiktoken_encoding("cl100k_base")
+    with open(path, encoding="utf-8", newline="") as f:
+        got = list(ours_for("cl100k_base").encode_iterable(f, buffer_chars=1000))
+    assert got == enc.encode_ordinary(text)
+
+
+def test_encode_iterable_is_lazy_and_bounded():
+    tok = ours_for("gpt2")
+    consumed = []
+
+    def lines():
+        for k in range(100_000):               # about 2.5 MB if it were joined
+            consumed.append(k)
+            yield f"line {k} of a long stream\n"
+
+    stream = tok.encode_iterable(lines(), buffer_chars=4096)
+    first = [next(stream) for _ in range(10)]
+    assert first == tok.encode("line 0 of a long stream\nline 1 of")[:10]
+    assert len(consumed) < 500                 # it did not read the whole input
+    assert tok.stream_cut("aaaa bbbb") == 4 and tok.stream_cut("aaaa  bbbb") == 0
+
+
+def test_encode_iterable_special_token_across_pieces():
+    tok, enc = ours_for("cl100k_base"), tiktoken_encoding("cl100k_base")
+    pieces = ["hello wor", "ld <|endof", "text|> bye"]
+    assert list(tok.encode_iterable(pieces, "all", buffer_chars=1)) == enc.encode(
+        "".join(pieces), allowed_special="all")
+    with pytest.raises(ValueError, match="endoftext"):
+        list(tok.encode_iterable(pieces, buffer_chars=1))
+    # a special token with a space inside is never cut, even when the rest arrives later
+    spaced = BPETokenizer({bytes([b]): b for b in range(256)}, special_tokens={"<a b>": 256})
+    pieces = ["x <a", " b> y"]
+    assert list(spaced.encode_iterable(pieces, "all", buffer_chars=1)) == spaced.encode(
+        "x <a b> y", "all")
+
+
+def test_encode_iterable_bad_input():
+    tok = ours_for("gpt2")
+    with pytest.raises(TypeError, match="iterable"):
+        tok.encode_iterable("a str")
+    with pytest.raises(TypeError, match="iterable"):
+        tok.encode_iterable(42)
+    with pytest.raises(ValueError, match="buffer_chars"):
+        tok.encode_iterable(["a"], buffer_chars=0)
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode_iterable(["a"], allowed_special="some")
+    with pytest.raises(TypeError, match="yield str"):
+        list(tok.encode_iterable([b"bytes"]))
+
+
+# ----- special tokens without reaching into the tokenizer -----------------------------------
+def test_with_and_add_special_tokens(trained):
+    before = trained.vocab_size
+    copy = trained.with_special_tokens(["<|im_start|>", "<PAD>"])
+    assert copy.special_tokens["<|im_start|>"] == before and copy.special_tokens["<PAD>"] == 455
+    assert "<|im_start|>" not in trained.special_tokens and trained.vocab_size == before
+    assert copy.encode("<|im_start|>hi", allowed_special="all")[0] == before
+    assert copy.decode([before]) == "<|im_start|>"
+    with pytest.raises(ValueError, match="duplicates"):
+        copy.add_special_tokens(["<x>", "<x>"])
+    with pytest.raises(TypeError):
+        copy.add_special_tokens("<x>")
+
+
+def test_train_with_repeated_bytes_decodes_every_id():
+    # merges can produce the same bytes twice: both ids decode to them
+    tok = BPETokenizer.train("aaaa aaaa aaa aa " * 30, 256 + 20)
+    for i in range(tok.vocab_size):
+        assert tok.decode_bytes([i]) == b"".join(tok.id_to_bytes(j) for j in [i])
+    assert tok.vocab_size == len(tok.vocab) + len(tok.special_tokens)
+
+
+# ----- bad input of the BPE functions ---------------------------------------------------------
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: merge([1, 2], (1, 2), -1), ValueError, "new_id"),
+    (lambda: merge([1, 2], (1, 2), 2.5), TypeError, "new_id"),
+    (lambda: merge([1, 2], (1, -2), 5), ValueError, "pair"),
+    (lambda: merge([1, 2], [1, 2], 5), TypeError, "pair"),
+    (lambda: merge("ab", (1, 2), 5), TypeError, "ids"),
+    (lambda: get_pair_counts({1: 2}), TypeError, "ids"),
+    (lambda: get_pair_counts([1, 2], counts=[]), TypeError, "counts"),
+    (lambda: most_frequent_pair({}), ValueError, "non-empty"),
+    (lambda: train_merges({b"ab": 1}, -1), ValueError, "n_merges"),
+    (lambda: train_merges({"ab": 1}, 2), TypeError, "bytes"),
+    (lambda: train_merges({b"ab": 0}, 2), ValueError, "chunk_counts"),
+    (lambda: train_merges([b"ab"], 2), TypeError, "chunk_counts"),
+    (lambda: train_bpe_naive("ab", 255), ValueError, "vocab_size"),
+    (lambda: train_bpe("ab", 300, pattern=3), TypeError, "pattern"),
+    (lambda: encode_with_merges("ab", {}), TypeError, "data"),
+    (lambda: encode_with_merges([1, 300], {}), ValueError, "data"),
+    (lambda: encode_with_merges([1, -1], {}), ValueError, "data"),
+    (lambda: encode_with_merges(b"ab", [((97, 98), 256)]), TypeError, "merges"),
+    (lambda: bpe_merge("ab", {}), TypeError, "piece"),
+    (lambda: bpe_merge(b"ab", [(b"a", 0)]), TypeError, "ranks"),
+    (lambda: chunk_counts(b"ab"), TypeError, "text"),
+    (lambda: Splitter(None), TypeError, "pattern"),
+    (lambda: Splitter("("), ValueError, "pattern"),
+    (lambda: Splitter().split(None), TypeError, "text"),
+    (lambda: tiktoken_encoding(None), ValueError, "name"),
+])
+def test_bpe_functions_reject_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda t: t.decode([[1, 2]]), TypeError, "ids"),
+    (lambda t: t.decode(torch.tensor([[1, 2]])), ValueError, "1-D"),
+    (lambda t: t.decode([True]), TypeError, "ids"),
+    (lambda t: t.decode({1: 2}), TypeError, "ids"),
+    (lambda t: t.decode_bytes(5), TypeError, "ids"),
+    (lambda t: t.id_to_bytes(-1), ValueError, "out of range"),
+    (lambda t: t.id_to_bytes("a"), TypeError, "int"),
+    (lambda t: t.encode_ordinary(5), TypeError, "text"),
+    (lambda t: t.save(5), TypeError, "path"),
+    (lambda t: BPETokenizer.load(5), TypeError, "path"),
+    (lambda t: BPETokenizer.train("ab", "300"), TypeError, "vocab_size"),
+    (lambda t: BPETokenizer.train("ab", 300, special_tokens="<s>"), TypeError, "special_tokens"),
+    (lambda t: BPETokenizer.train("ab", 300, special_tokens=["<s>", "<s>"]), ValueError, "duplicates"),
+    (lambda t: BPETokenizer([], GPT4_SPLIT_PATTERN), TypeError, "ranks"),
+    (lambda t: BPETokenizer(t.ranks, 5), TypeError, "pattern"),
+    (lambda t: BPETokenizer(t.ranks, special_tokens=["<s>"]), TypeError, "special_tokens"),
+    (lambda t: BPETokenizer(t.ranks, special_tokens={"<s>": -1}), ValueError, "special_tokens"),
+    (lambda t: BPETokenizer(t.ranks, merges={(1, 10**6): 300}), ValueError, "merge"),
+    (lambda t: BPETokenizer(t.ranks, merges=[(1, 2)]), TypeError, "merges"),
+    (lambda t: t.stream_cut(None), TypeError, "text"),
+])
+def test_tokenizer_rejects_bad_input(trained, call, error, match):
+    with pytest.raises(error, match=match):
+        call(trained)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: CharTokenizer(""), ValueError, "empty"),
+    (lambda: CharTokenizer(b"abc"), TypeError, "text"),
+    (lambda: CharTokenizer("abc").decode([3]), ValueError, "out of range"),
+    (lambda: CharTokenizer("abc").decode([-1]), ValueError, "out of range"),
+    (lambda: CharTokenizer("abc").one_hot([0, 7]), ValueError, "out of range"),
+    (lambda: CharTokenizer("abc", special_tokens="<s>"), TypeError, "special_tokens"),
+    (lambda: WordTokenizer("a b", min_freq=True), TypeError, "min_freq"),
+    (lambda: WordTokenizer("a b", min_freq=1.5), TypeError, "min_freq"),
+    (lambda: WordTokenizer("a b", max_size=5), ValueError, "max_size"),
+    (lambda: WordTokenizer("a b", max_size=0), ValueError, "max_size"),
+    (lambda: WordTokenizer("a b").decode([100]), ValueError, "out of range"),
+    (lambda: WordTokenizer("a b").encode(None), TypeError, "text"),
+    (lambda: WordTokenizer.split(3), TypeError, "text"),
+])
+def test_char_word_reject_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -155,7 +155,7 @@ def test_encode_batch_matches_transformers(ours, hf):
 def test_greedy_against_brute_force():
     "Greedy longest match = the lexicographically-longest-first segmentation found by brute force."
     import itertools
-    vocab = {"a", "ab", "abc", "b", "##a", "##b", "##c", "##bc", "##ca"}
+    vocab = {"[UNK]", "a", "ab", "abc", "b", "##a", "##b", "##c", "##bc", "##ca"}
 
     def brute(word):
         # all segmentations into vocabulary pieces; greedy picks the one whose piece lengths are
@@ -292,3 +292,40 @@ def test_trainer_bad_inputs():
         train_wordpiece({"ab": 1}, 3)
     with pytest.raises(ValueError, match="criterion"):
         train_wordpiece({"ab": 1}, 10, "bpe")
+
+
+SMALL = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##b"])}
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: wordpiece_split("abc", {"a"}), ValueError, "unk_token"),
+    (lambda: wordpiece_split("abc", {"a", "[UNK]"}, unk_token="<unk>"), ValueError, "unk_token"),
+    (lambda: wordpiece_split(5, {"[UNK]"}), TypeError, "word"),
+    (lambda: wordpiece_split("ab", ["[UNK]", "a"]), TypeError, "vocab"),
+    (lambda: wordpiece_split("ab", {"[UNK]"}, prefix=None), TypeError, "prefix"),
+    (lambda: wordpiece_split("ab", {"[UNK]"}, max_chars=0), ValueError, "max_chars"),
+    (lambda: bert_normalize("x", lowercase="yes"), TypeError, "lowercase"),
+    (lambda: bert_normalize(None), TypeError, "text"),
+    (lambda: pre_tokenize(None), TypeError, "text"),
+    (lambda: WordPieceTokenizer(SMALL, max_input_chars_per_word=0), ValueError, "max_input"),
+    (lambda: WordPieceTokenizer(SMALL, lowercase=1), TypeError, "lowercase"),
+    (lambda: WordPieceTokenizer({**SMALL, "z": 5}), ValueError, "distinct"),
+    (lambda: WordPieceTokenizer({**SMALL, "z": -1}), ValueError, "distinct"),
+    (lambda: WordPieceTokenizer(SMALL).encode("ab", max_length=True), TypeError, "max_length"),
+    (lambda: WordPieceTokenizer(SMALL).encode("ab", add_special_tokens="no"), TypeError, "add_special"),
+    (lambda: WordPieceTokenizer(SMALL).encode_batch(["ab", None]), TypeError, "text"),
+    (lambda: WordPieceTokenizer(SMALL).encode_batch(iter(["ab"])), TypeError, "texts"),
+    (lambda: WordPieceTokenizer(SMALL).decode([True]), TypeError, "ids"),
+    (lambda: WordPieceTokenizer(SMALL).decode([-1]), ValueError, "ids"),
+    (lambda: WordPieceTokenizer(SMALL).decode(5), TypeError, "ids"),
+    (lambda: WordPieceTokenizer(SMALL).decode(torch.zeros(2, 2, dtype=torch.long)), ValueError, "1-D"),
+    (lambda: WordPieceTokenizer(SMALL).decode([5], skip_special_tokens=None), TypeError, "skip"),
+    (lambda: train_wordpiece({"ab": 0}, 10), ValueError, "counts"),
+    (lambda: train_wordpiece({"ab": 1.5}, 10), TypeError, "counts"),
+    (lambda: train_wordpiece({"ab": 1}, 10.0), TypeError, "vocab_size"),
+    (lambda: pair_scores({"ab": ["a", "##b"]}, {"cd": 1}), ValueError, "splits"),
+    (lambda: pair_scores([], {}), TypeError, "splits"),
+])
+def test_wordpiece_rejects_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

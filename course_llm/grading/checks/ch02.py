@@ -77,7 +77,8 @@ def _same_ids(got, want: list, call: str) -> None:
 # %% ../../../nbs/grading/checks/ch02.ipynb #276dba4c
 bpe_merge_exercise = register(Exercise(
     "02_bpe_merge", ["get_pair_counts", "merge"], title="BPE training step: count pairs, merge one pair",
-    forbidden=("course_llm.tokenizers.get_pair_counts", "course_llm.tokenizers.merge")))
+    forbidden=("course_llm.tokenizers.get_pair_counts", "course_llm.tokenizers.merge",
+               "course_llm.bpe.get_pair_counts", "course_llm.bpe.merge")))
 
 
 def _counts(got, call: str) -> dict:
@@ -180,7 +181,8 @@ def works_on_bytes(student, rng):
 # %% ../../../nbs/grading/checks/ch02.ipynb #26f87492
 encode_exercise = register(Exercise(
     "02_bpe_encode", ["encode_with_merges"], title="Encode bytes with a table of BPE merges",
-    forbidden=("course_llm.tokenizers.encode_with_merges", "course_llm.tokenizers.bpe_merge")))
+    forbidden=("course_llm.tokenizers.encode_with_merges", "course_llm.tokenizers.bpe_merge",
+               "course_llm.bpe.encode_with_merges", "course_llm.fast_bpe.bpe_merge")))
 
 
 @lru_cache(maxsize=None)
