@@ -108,7 +108,7 @@ def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
         f = Counter(d)                                                     # f(q, D)
         norm = k1 * (1 - b + b * len(d) / avgdl)
         scores.append(sum(idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm)
-                          for q in query if f[q]))                         # absent terms add 0
+                          for q in query if f[q]) + 0.0)                   # absent terms add 0
     return scores
 
 
