@@ -6,6 +6,9 @@ __all__ = ['KVCache', 'make_kv_cache', 'top_k_filter', 'top_p_filter', 'generate
 # %% ../nbs/08_decoding.ipynb #de58f393
 import torch
 
+from .core import check_bool, check_float, check_int, check_positive_int
+from .core import check_same_shape, check_tensor, check_token_ids
+
 # %% ../nbs/08_decoding.ipynb #a46f3eab
 class KVCache:
     """A preallocated key/value cache for one attention layer (chapter 08's KV cache).
@@ -30,11 +33,11 @@ class KVCache:
     """
 
     def __init__(self, batch_size, n_kv_head, max_length, d_head, device=None, dtype=torch.float32):
-        for name, val in (("batch_size", batch_size), ("n_kv_head", n_kv_head),
-                          ("max_length", max_length), ("d_head", d_head)):
-            if not isinstance(val, int) or val < 1:
-                raise ValueError(f"`{name}` must be a positive integer, got {val!r}")
-        shape = (batch_size, n_kv_head, max_length, d_head)
+        shape = tuple(check_positive_int(name, val) for name, val in (
+            ("batch_size", batch_size), ("n_kv_head", n_kv_head), ("max_length", max_length),
+            ("d_head", d_head)))
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"`dtype` must be a floating torch.dtype (the model's), got {dtype!r}")
         self.k = torch.zeros(shape, device=device, dtype=dtype)              # (B, H_kv, L_max, d_head)
         self.v = torch.zeros(shape, device=device, dtype=dtype)
         self.length = 0
@@ -45,6 +48,10 @@ class KVCache:
 
     def update(self, k, v):
         """Append k, v of shape (batch, n_kv_head, T_new, d_head); return all cached keys and values."""
+        B, H, _, D = self.k.shape
+        check_tensor("k", k, shape=(B, H, None, D), dtype="float")
+        check_tensor("v", v, dtype="float")
+        check_same_shape("k", k, "v", v)
         t0, t1 = self.length, self.length + k.size(2)
         if t1 > self.max_length:
             raise ValueError(f"KV cache overflow: {t1} positions > max_length={self.max_length}; "
@@ -56,8 +63,26 @@ class KVCache:
 
     def reorder(self, index):
         """Keep rows `index` of the batch (beam search: each surviving beam copies its parent's cache)."""
+        check_token_ids("index", index, self.k.size(0), ndim=1)
+        if index.numel() != self.k.size(0):
+            raise ValueError(f"`index` must pick one parent row per cache row ({self.k.size(0)}), "
+                             f"got {index.numel()}")
         self.k[:, :, :self.length] = self.k[index, :, :self.length]
         self.v[:, :, :self.length] = self.v[index, :, :self.length]
+
+    def reset(self):
+        """Forget every cached position (the buffers stay allocated); the next `update` starts at 0."""
+        self.length = 0
+
+# %% ../nbs/08_decoding.ipynb #d62c0868
+def _gpt_config(model):
+    """The `GPTConfig` of `model`, or a TypeError saying what `generate` needs."""
+    c = getattr(model, "config", None)
+    if not isinstance(model, torch.nn.Module) or not all(
+            hasattr(c, a) for a in ("vocab_size", "block_size", "n_layer")):
+        raise TypeError(f"`model` must be a course_llm.gpt.GPT (a module with a GPTConfig), "
+                        f"got {type(model).__name__}")
+    return c
 
 
 def make_kv_cache(model, batch_size, max_length=None):
@@ -66,7 +91,9 @@ def make_kv_cache(model, batch_size, max_length=None):
     Args:
         model: a `GPT`.
         batch_size: sequences decoded together.
-        max_length: positions per cache (default: the context window `block_size`).
+        max_length: positions per cache, in [1, block_size] (default: the context window
+            `block_size`; a cache longer than the window would hold positions the model has no
+            encoding for).
 
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
@@ -76,10 +103,13 @@ def make_kv_cache(model, batch_size, max_length=None):
         >>> len(caches), tuple(caches[0].k.shape)
         (2, (3, 2, 16, 8))
     """
-    c = model.config
+    c = _gpt_config(model)
+    batch_size = check_positive_int("batch_size", batch_size)
+    max_length = c.block_size if max_length is None else check_int(
+        "max_length", max_length, min=1, max=c.block_size)
     attn = model.blocks[0].attn
     p = next(model.parameters())
-    return [KVCache(batch_size, attn.n_kv_head, max_length or c.block_size, attn.d_head,
+    return [KVCache(batch_size, attn.n_kv_head, max_length, attn.d_head,
                     device=p.device, dtype=p.dtype) for _ in range(c.n_layer)]
 
 # %% ../nbs/08_decoding.ipynb #1e1affae
@@ -97,8 +127,10 @@ def top_k_filter(logits, k):
         >>> top_k_filter(torch.tensor([1.0, 3.0, 2.0, 0.0]), 2)
         tensor([-inf, 3., 2., -inf])
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise ValueError(f"`top_k` must be a positive integer (None disables it), got {k!r}")
+    check_tensor("logits", logits, dtype="float")
+    check_positive_int("top_k", k)
+    if logits.dim() == 0:
+        raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
     k = min(k, logits.size(-1))
     kth = torch.topk(logits, k)[0][..., -1, None]                           # (..., 1)
     return logits.masked_fill(logits < kth, float("-inf"))
@@ -119,8 +151,10 @@ def top_p_filter(logits, p):
         >>> top_p_filter(torch.tensor([2.0, 1.0, 0.0, -1.0]).log_softmax(-1).exp().log(), 0.5)
         tensor([-0.4402,    -inf,    -inf,    -inf])
     """
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-        raise ValueError(f"`top_p` must be a probability in (0, 1] (None disables it), got {p!r}")
+    check_tensor("logits", logits, dtype="float")
+    check_float("top_p", p, min=0, max=1, min_open=True)
+    if logits.dim() == 0:
+        raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
     sorted_logits, sorted_idx = torch.sort(logits, descending=False)         # (..., V) ascending
     cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     remove_sorted = cum <= (1 - p)
@@ -130,24 +164,33 @@ def top_p_filter(logits, p):
 
 # %% ../nbs/08_decoding.ipynb #282cb886
 def _check_prompt(model, idx, n_new, eos_id):
-    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
-        raise ValueError(f"`idx` must be a (batch, length) tensor of token ids, "
-                         f"got {getattr(idx, 'shape', type(idx).__name__)!r}")
+    """Validate a decoding call's prompt, length and stop token; return (vocab_size, block_size)."""
+    c = _gpt_config(model)
+    check_token_ids("idx", idx, c.vocab_size, ndim=2)
     if idx.size(0) < 1 or idx.size(1) < 1:
         raise ValueError(f"`idx` is an empty prompt {tuple(idx.shape)}: give at least one token "
                          f"per sequence (e.g. a BOS token)")
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
-        raise ValueError(f"`max_new_tokens` must be a non-negative integer, got {n_new!r}")
-    V, L = model.config.vocab_size, model.config.block_size
-    if eos_id is not None and (isinstance(eos_id, bool) or not isinstance(eos_id, int)
-                               or not 0 <= eos_id < V):
-        raise ValueError(f"`eos_id` must be a token id in [0, {V}) or None, got {eos_id!r}")
-    if idx.size(1) + n_new > L:
-        raise ValueError(f"prompt length {idx.size(1)} + max_new_tokens {n_new} exceeds the "
-                         f"context window block_size={L}; shorten the prompt (keep its last "
-                         f"{max(L - n_new, 0)} tokens) or ask for fewer tokens")
+    check_int("max_new_tokens", n_new, min=0)
+    if eos_id is not None:
+        check_int("eos_id", eos_id, min=0, max=c.vocab_size - 1)
+    return c.vocab_size, c.block_size
 
 
+def _window_input(out, n, L, caches, step):
+    """The tokens to feed at this step: the last window of `out[:, :n]`, or only the newest token.
+
+    Without a cache, the last L = block_size tokens. With one, the newest token while the
+    sequence fits the window; at the first step, and at every step once it no longer fits, the
+    cache is emptied and the last window is prefilled again (positions restart at 0).
+    """
+    if caches is not None and step > 0 and n <= L:
+        return out[:, n - 1:n]                                               # (B, 1)
+    if caches is not None:
+        for c in caches:
+            c.reset()
+    return out[:, max(0, n - L):n]                                           # (B, min(n, L))
+
+# %% ../nbs/08_decoding.ipynb #e2e1709d
 @torch.inference_mode()
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None,
              use_cache=True, generator=None):
@@ -161,14 +204,20 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
 
     A row that emits `eos_id` is finished: every later position of that row is filled with
     `eos_id`; generation stops early once all rows are finished, so the result can be shorter
-    than ``T + max_new_tokens``. The context window is never cropped: if ``T + max_new_tokens``
-    exceeds ``block_size`` a ValueError says so before any work is done.
+    than ``T + max_new_tokens``.
+
+    The context window slides: the model always sees the last ``block_size`` tokens, as if it
+    were rerun on that window at every step (positions 0 .. block_size - 1). Inside the window
+    the cache saves work; past it, each step empties the cache and prefills the last window
+    again, which is exact for learned positions and RoPE alike (a cache of keys computed in an
+    earlier window is not) but costs as much as the uncached path.
 
     Args:
         model: a `course_llm.gpt.GPT` (put it in eval mode yourself).
-        idx: prompt token ids, shape (batch, T), T >= 1.
+        idx: prompt token ids, shape (batch, T), T >= 1 (a longer prompt than the window is
+            kept whole in the output; the model sees its last ``block_size`` tokens).
         max_new_tokens: tokens to add.
-        temperature: beta >= 0.
+        temperature: beta >= 0 (0 = greedy).
         top_k: keep the k most likely tokens (None = all).
         top_p: keep the nucleus of probability p in (0, 1] (None = all).
         eos_id: end-of-sequence token id, or None.
@@ -181,25 +230,28 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
         >>> model = GPT(GPTConfig.gpt2_style(vocab_size=50, block_size=16, n_layer=1, d_model=32)).eval()
-        >>> out = generate(model, torch.zeros(2, 3, dtype=torch.long), 5, temperature=0)
+        >>> out = generate(model, torch.zeros(2, 3, dtype=torch.long), 30, temperature=0)
         >>> tuple(out.shape)
-        (2, 8)
+        (2, 33)
     """
-    _check_prompt(model, idx, max_new_tokens, eos_id)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0:
-        raise ValueError(f"`temperature` must be a number >= 0 (0 = greedy), got {temperature!r}")
+    _, L = _check_prompt(model, idx, max_new_tokens, eos_id)
+    temperature = check_float("temperature", temperature, min=0)
     if top_k is not None:
-        top_k_filter(torch.zeros(1), top_k)                                  # validates top_k
+        check_positive_int("top_k", top_k)
     if top_p is not None:
-        top_p_filter(torch.zeros(1), top_p)                                  # validates top_p
+        check_float("top_p", top_p, min=0, max=1, min_open=True)
+    check_bool("use_cache", use_cache)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
     B, T = idx.shape
     out = torch.empty(B, T + max_new_tokens, dtype=idx.dtype, device=idx.device)
     out[:, :T] = idx
-    caches = make_kv_cache(model, B, T + max_new_tokens) if use_cache else None
+    caches = (make_kv_cache(model, B, min(T + max_new_tokens, L))
+              if use_cache and max_new_tokens else None)
     done = torch.zeros(B, dtype=torch.bool, device=idx.device)
     n = T
     for step in range(max_new_tokens):
-        x = out[:, :n] if (caches is None or step == 0) else out[:, n - 1:n]
+        x = _window_input(out, n, L, caches, step)
         logits = model(x, kv_cache=caches)[0][:, -1, :]                     # (B, V)
         if temperature == 0:
             nxt = logits.argmax(-1)                                          # (B,)
@@ -298,11 +350,14 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
         >>> bool((beam_search(model, prompt, 1, 5) == generate(model, prompt, 5, temperature=0)).all())
         True
     """
-    _check_prompt(model, idx, max_new_tokens, eos_id)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"`beam_size` must be a positive integer, got {beam_size!r}")
-    if not isinstance(length_penalty, (int, float)):
-        raise ValueError(f"`length_penalty` must be a number, got {length_penalty!r}")
+    _, L = _check_prompt(model, idx, max_new_tokens, eos_id)
+    check_positive_int("beam_size", beam_size)
+    length_penalty = check_float("length_penalty", length_penalty)
+    if idx.size(1) + max_new_tokens > L:
+        raise ValueError(f"prompt length {idx.size(1)} + max_new_tokens {max_new_tokens} exceeds "
+                         f"the context window block_size={L}; beam search does not slide the "
+                         f"window: keep the prompt's last {max(L - max_new_tokens, 1)} tokens or "
+                         f"ask for fewer tokens")
     if max_new_tokens == 0:
         return idx.clone()
     rows = [_beam_one(model, idx[b:b + 1], beam_size, max_new_tokens, eos_id, length_penalty)[0]

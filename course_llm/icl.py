@@ -9,9 +9,16 @@ import torch
 
 from .gpt import GPT, causal_lm_loss
 from .generate import generate
-from .train import cosine_schedule, param_groups
+from .core import (check_bool, check_float, check_int, check_positive_int, check_same_shape,
+                             check_tensor, check_token_ids)
+from .optim import fit
 
 # %% ../nbs/11_icl.ipynb #d1cbfd91
+def _check_generator(generator):
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
+
+
 def permutation_parity(perm):
     """Parity (0 even, 1 odd) of each permutation: the number of inversions mod 2.
 
@@ -25,8 +32,9 @@ def permutation_parity(perm):
         >>> permutation_parity(torch.tensor([[0, 1, 2], [1, 0, 2], [1, 2, 0]])).tolist()
         [0, 1, 0]
     """
-    if not isinstance(perm, torch.Tensor) or perm.dim() != 2:
-        raise ValueError("`perm` must be a 2-d tensor (batch, n) of permutations")
+    check_tensor("perm", perm, ndim=2, dtype="int")
+    if not torch.equal(perm.sort(1).values, torch.arange(perm.size(1)).expand_as(perm).to(perm)):
+        raise ValueError("`perm` must hold one permutation of 0..n-1 per row")
     inversions = (perm.unsqueeze(2) > perm.unsqueeze(1)).triu(1).sum((1, 2))   # pairs i < j with p_i > p_j
     return inversions % 2
 
@@ -54,10 +62,11 @@ def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
         >>> seq.shape, bool((seq[:, 1::2] >= 4).all()), targets[0, 0].item()
         (torch.Size([2, 6]), True, -100)
     """
-    if n_keys < 2 or n_shots < 1 or batch_size < 1:
-        raise ValueError("need batch_size >= 1, n_keys >= 2 and n_shots >= 1")
-    if parity not in (0, 1):
-        raise ValueError(f"`parity` must be 0 (even) or 1 (odd), got {parity!r}")
+    check_positive_int("batch_size", batch_size)
+    check_int("n_keys", n_keys, min=2)
+    check_positive_int("n_shots", n_shots)
+    check_int("parity", parity, min=0, max=1)
+    _check_generator(generator)
     B, n = batch_size, n_keys
     perm = torch.stack([torch.randperm(n, generator=generator) for _ in range(B)])      # (B, n): f
     flip = permutation_parity(perm) != parity                                           # a transposition fixes it
@@ -77,22 +86,31 @@ def copy_or_guess_accuracy(n_keys, k):
         >>> copy_or_guess_accuracy(5, 0), round(copy_or_guess_accuracy(5, 1), 2)
         (0.2, 0.36)
     """
-    if n_keys < 1 or k < 0:
-        raise ValueError("need n_keys >= 1 and k >= 0")
+    check_positive_int("n_keys", n_keys)
+    check_int("k", k, min=0)
     unseen = (1 - 1 / n_keys) ** k
     return 1 - unseen + unseen / n_keys
 
 # %% ../nbs/11_icl.ipynb #2fe54dda
+def _answers_loss(model, batch):
+    """`causal_lm_loss` of a ``(seq, targets)`` batch: only the answer positions count."""
+    seq, targets = batch
+    return causal_lm_loss(model(seq)[0], targets)
+
+
 def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_decay=0.01):
     """Train `model` with AdamW on fresh batches, loss only where the targets are not -100.
+
+    A thin wrapper of `course_llm.optim.fit` (betas 0.9/0.95, a cosine schedule from `max_lr`
+    down to `max_lr / 10`); the model is left in eval mode.
 
     Args:
         model: a `course_llm.gpt.GPT`.
         batch_fn: callable returning ``(seq, targets)`` as `mapping_batch` does (unshifted labels).
         steps: optimizer steps.
         max_lr: peak learning rate of the cosine schedule (min_lr = max_lr / 10).
-        warmup_steps: linear warmup steps.
-        weight_decay: decay on matrices (see `course_llm.train.param_groups`).
+        warmup_steps: linear warmup steps (at most ``steps - 1`` are used).
+        weight_decay: decay on matrices (see `course_llm.optim.param_groups`).
 
     Returns:
         The list of training losses.
@@ -108,25 +126,19 @@ def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_dec
     """
     if not isinstance(model, GPT):
         raise TypeError(f"`model` must be a course_llm.gpt.GPT, got {type(model).__name__}")
-    if steps < 1:
-        raise ValueError(f"`steps` must be >= 1, got {steps}")
-    device = next(model.parameters()).device
-    opt = torch.optim.AdamW(param_groups(model, weight_decay), lr=max_lr, betas=(0.9, 0.95))
-    model.train()
-    losses = []
-    for step in range(steps):
-        for group in opt.param_groups:
-            group["lr"] = cosine_schedule(step, steps, min(warmup_steps, steps - 1), max_lr, max_lr / 10)
-        seq, targets = (t.to(device) for t in batch_fn())
-        loss = causal_lm_loss(model(seq)[0], targets)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    if not callable(batch_fn):
+        raise TypeError(f"`batch_fn` must be a function returning (seq, targets), "
+                        f"got {type(batch_fn).__name__}")
+    steps = check_int("steps", steps, min=1)
+    warmup_steps = check_int("warmup_steps", warmup_steps, min=0)
+    max_lr = check_float("max_lr", max_lr, min=0, min_open=True)
+    losses = fit(model, batch_fn, _answers_loss, steps=steps, lr=max_lr, min_lr=max_lr / 10,
+                 warmup_steps=min(warmup_steps, steps - 1), weight_decay=weight_decay,
+                 betas=(0.9, 0.95))
     model.eval()
     return losses
 
-
+# %% ../nbs/11_icl.ipynb #c3317b7a
 @torch.no_grad()
 def accuracy_by_shots(model, seq, targets=None):
     """Greedy accuracy of the k-th answer of every row, for k = 0, 1, ...: entry k = k shots before.
@@ -152,16 +164,20 @@ def accuracy_by_shots(model, seq, targets=None):
         >>> len(accuracy_by_shots(m, mapping_batch(4, 4, 3)[0]))
         3
     """
-    if not isinstance(seq, torch.Tensor) or seq.dim() != 2:
-        raise ValueError("`seq` must be a 2-d (batch, T) tensor of token ids")
+    vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)   # any model works
+    check_tensor("seq", seq, ndim=2, dtype="int")
+    if vocab_size is not None:
+        check_token_ids("seq", seq, vocab_size)
+    if seq.size(0) < 1 or seq.size(1) < 2:
+        raise ValueError(f"`seq` must hold at least one row of 2 tokens, got {tuple(seq.shape)}")
     if targets is None:
         if seq.size(1) % 2:
             raise ValueError("`seq` must be a (batch, 2K) tensor of interleaved keys and values "
                              "when `targets` is None")
         targets = torch.full_like(seq, -100)
         targets[:, 1::2] = seq[:, 1::2]
-    if not isinstance(targets, torch.Tensor) or targets.shape != seq.shape:
-        raise ValueError(f"`targets` must have the shape of `seq` {tuple(seq.shape)}")
+    check_tensor("targets", targets, dtype="int")
+    check_same_shape("seq", seq, "targets", targets)
     if (targets[:, 0] != -100).any():
         raise ValueError("`targets` must be -100 at position 0: the first token is never predicted")
     device = next(model.parameters()).device
@@ -270,14 +286,11 @@ def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3
         >>> targets[0, :4].tolist(), targets[0, 4:8].tolist() == seq[0, 4:8].tolist()
         ([-100, -100, -100, -100], True)
     """
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"`batch_size` must be an int >= 1, got {batch_size!r}")
-    if not isinstance(n_shots, int) or n_shots < 0:
-        raise ValueError(f"`n_shots` must be an int >= 0, got {n_shots!r}")
-    if not isinstance(n_letters, int) or n_letters < 2:
-        raise ValueError(f"`n_letters` must be an int >= 2, got {n_letters!r}")
-    if not isinstance(length, int) or not 2 <= length <= n_letters:
-        raise ValueError(f"`length` must be an int in 2..n_letters ({n_letters}), got {length!r}")
+    check_positive_int("batch_size", batch_size)
+    check_int("n_shots", n_shots, min=0)
+    check_int("n_letters", n_letters, min=2)
+    check_int("length", length, min=2, max=n_letters)
+    _check_generator(generator)
     specs = _check_rules(rules, n_letters)
     arrow, sep, pad = n_letters, n_letters + 1, n_letters + 2
     rows, labels = [], []
@@ -305,10 +318,10 @@ def show_rule_prompt(tokens, n_letters):
         >>> show_rule_prompt(torch.tensor([0, 1, 8, 1, 0, 9, 10]), 8)
         'ab->ba;'
     """
-    if n_letters < 1 or n_letters > 26:
-        raise ValueError(f"`n_letters` must be in 1..26 to print as letters, got {n_letters}")
+    check_int("n_letters", n_letters, min=1, max=26)
+    tokens = check_token_ids("tokens", torch.as_tensor(tokens), n_letters + 3, ndim=1)
     names = [chr(ord("a") + i) for i in range(n_letters)] + ["->", ";", ""]
-    return "".join(names[t] for t in torch.as_tensor(tokens).tolist())
+    return "".join(names[t] for t in tokens.tolist())
 
 # %% ../nbs/11_icl.ipynb #f00f5f42
 EQUALS = 2   # token id of "=" in the parity task (bits are tokens 0 and 1)
@@ -332,8 +345,10 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
         >>> seq.shape[1], int(seq[0, -1]) == int(y[0]) == int(seq[0, :3].sum()) % 2
         (7, True)
     """
-    if batch_size < 1 or n_bits < 1:
-        raise ValueError("need batch_size >= 1 and n_bits >= 1")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("n_bits", n_bits)
+    check_bool("chain_of_thought", chain_of_thought)
+    _check_generator(generator)
     bits = torch.randint(0, 2, (batch_size, n_bits), generator=generator)       # (B, n)
     running = bits.cumsum(1) % 2                                                 # (B, n): p_1..p_n
     answer = running if chain_of_thought else running[:, -1:]
@@ -356,8 +371,9 @@ def final_answer_accuracy(model, seq, y, n_prompt):
         >>> 0.0 <= final_answer_accuracy(m, seq, y, 4) <= 1.0
         True
     """
-    if not 1 <= n_prompt < seq.size(1):
-        raise ValueError(f"`n_prompt` must be in 1..{seq.size(1) - 1}, got {n_prompt}")
+    check_token_ids("seq", seq, model.config.vocab_size, ndim=2)
+    check_tensor("y", y, shape=(seq.size(0),), dtype="int")
+    check_int("n_prompt", n_prompt, min=1, max=seq.size(1) - 1)
     dev = next(model.parameters()).device
     out = generate(model, seq[:, :n_prompt].to(dev), seq.size(1) - n_prompt, temperature=0)
     return (out[:, -1].cpu() == y).float().mean().item()

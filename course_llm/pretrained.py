@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['SMOLLM2_FILE', 'SMOLLM2_INSTALL', 'smollm2_path', 'read_gguf', 'unpermute_qk', 'config_from_gguf',
-           'gpt_state_from_gguf', 'byte_to_unicode', 'GGUFTokenizer', 'tokenizer_from_gguf', 'load_gguf']
+           'gpt_state_from_gguf', 'byte_to_unicode', 'GGUFTokenizer', 'tokenizer_from_gguf', 'load_gguf', 'chat']
 
 # %% ../nbs/14_pretrained.ipynb #e288a889
 import os
@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .data import locate_package_file
+from .chat import render_chat
+from .core import locate_package_file
+from .generate import generate
 from .gpt import GPT, GPTConfig
 from .tokenizers import GPT2_SPLIT_PATTERN, BPETokenizer
 
@@ -217,6 +219,11 @@ class GGUFTokenizer(BPETokenizer):
         n = self.n_vocab
         return [i for i in super().encode_ordinary(text) if i < n]
 
+    def __repr__(self):
+        return (f"GGUFTokenizer(n_vocab={self.n_vocab}, special_tokens={len(self.special_tokens)}, "
+                f"bos_id={self.bos_id}, eos_id={self.eos_id}, "
+                f"chat_template={'yes' if self.chat_template else 'no'})")
+
 
 def tokenizer_from_gguf(meta) -> GGUFTokenizer:
     """The byte-level BPE tokenizer stored in a GGUF file (``tokenizer.ggml.model == "gpt2"``).
@@ -291,3 +298,44 @@ def load_gguf(path):
     if config.tie_weights and "lm_head.weight" not in state:
         model.lm_head.weight = model.tok_emb.weight
     return model.eval(), tokenizer_from_gguf(meta)
+
+# %% ../nbs/14_pretrained.ipynb #f6dded85
+def chat(model, tokenizer, messages, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None,
+         generator=None, default_system="auto"):
+    """The assistant's reply to `messages`: render, encode, generate until <EOS>, decode.
+
+    The conversation is rendered in ChatML with the generation prompt (chapter 12's
+    `render_chat`), with the tokenizer's default system message when it has one, and encoded
+    with the special tokens allowed; `generate` samples the reply (greedy by default) and stops
+    at the tokenizer's `eos_id`, which is dropped from the text.
+
+    Args:
+        model: a `course_llm.gpt.GPT` in eval mode, e.g. from `load_gguf`.
+        tokenizer: its tokenizer with an `eos_id` (a `GGUFTokenizer`).
+        messages: list of ``{"role": ..., "content": ...}`` dicts, as for `render_chat`.
+        max_new_tokens: the longest reply, in tokens.
+        temperature, top_k, top_p, generator: sampling settings of `generate`.
+        default_system: the system message to insert when `messages` has none; ``"auto"`` uses
+            ``tokenizer.default_system`` (None if the tokenizer has no such attribute).
+
+    Returns:
+        The reply as a string.
+
+    Example:
+        >>> model, tok = load_gguf(smollm2_path())
+        >>> chat(model, tok, [{"role": "user", "content": "What is the capital of France?"}],
+        ...      max_new_tokens=12)
+        'The capital of France is Paris.'
+    """
+    eos_id = getattr(tokenizer, "eos_id", None)
+    if eos_id is None or not callable(getattr(tokenizer, "encode", None)):
+        raise TypeError(f"`tokenizer` must encode text and have an `eos_id` (a GGUFTokenizer), "
+                        f"got {type(tokenizer).__name__}")
+    if default_system == "auto":
+        default_system = getattr(tokenizer, "default_system", None)
+    prompt = render_chat(messages, add_generation_prompt=True, default_system=default_system)
+    device = next(model.parameters()).device
+    idx = torch.tensor([tokenizer.encode(prompt, allowed_special="all")], device=device)
+    out = generate(model, idx, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                   eos_id=eos_id, generator=generator)
+    return tokenizer.decode([i for i in out[0, idx.size(1):].tolist() if i != eos_id])

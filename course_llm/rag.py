@@ -6,10 +6,13 @@ __all__ = ['NAME_POOL', 'tokenize', 'bm25_idf', 'bm25_scores', 'BM25Retriever', 
 
 # %% ../nbs/11b_rag.ipynb #11db8f1b
 import math
+import random
 import re
 from collections import Counter
 
 import torch
+
+from .core import check_float, check_int, check_positive_int, check_token_ids
 
 # %% ../nbs/11b_rag.ipynb #65b62c55
 def tokenize(text):
@@ -30,9 +33,20 @@ def tokenize(text):
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
+def _check_tokens(name, tokens):
+    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"`{name}` must be a list of str tokens (apply tokenize to the text), "
+                        f"got {type(tokens).__name__}")
+
+
 def _check_docs(docs):
-    if not isinstance(docs, (list, tuple)) or not docs or not all(isinstance(d, (list, tuple)) for d in docs):
+    if not isinstance(docs, (list, tuple)) or not docs:
         raise ValueError("`docs` must be a non-empty list of token lists (apply tokenize to each document)")
+    for i, d in enumerate(docs):
+        _check_tokens(f"docs[{i}]", d)
+    if not any(docs):
+        raise ValueError("every document of `docs` is empty: BM25 needs at least one token "
+                         "(the average document length would be 0)")
 
 
 def bm25_idf(docs, epsilon=0.25):
@@ -55,6 +69,7 @@ def bm25_idf(docs, epsilon=0.25):
         (0.5108, 0.5108)
     """
     _check_docs(docs)
+    epsilon = check_float("epsilon", epsilon, min=0)
     N = len(docs)
     n = Counter(t for d in docs for t in set(d))                           # document frequency n_t
     idf = {t: math.log(N - n_t + 0.5) - math.log(n_t + 0.5) for t, n_t in n.items()}
@@ -83,17 +98,17 @@ def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
         [0.624, 0.0, 0.035]
     """
     _check_docs(docs)
-    if not isinstance(query, (list, tuple)):
-        raise ValueError("`query` must be a list of tokens (apply tokenize to the question)")
-    if k1 < 0 or not 0 <= b <= 1:
-        raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+    _check_tokens("query", query)
+    k1 = check_float("k1", k1, min=0)
+    b = check_float("b", b, min=0, max=1)
     idf = bm25_idf(docs, epsilon)
     avgdl = sum(len(d) for d in docs) / len(docs)
     scores = []
     for d in docs:
         f = Counter(d)                                                     # f(q, D)
         norm = k1 * (1 - b + b * len(d) / avgdl)
-        scores.append(sum(idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm) for q in query))
+        scores.append(sum(idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm)
+                          for q in query if f[q]) + 0.0)                   # absent terms add 0
     return scores
 
 
@@ -115,8 +130,10 @@ class BM25Retriever:
     def __init__(self, passages, k1=1.5, b=0.75):
         if not isinstance(passages, (list, tuple)) or not passages or not all(isinstance(p, str) for p in passages):
             raise ValueError("`passages` must be a non-empty list of strings")
-        self.passages, self.k1, self.b = list(passages), k1, b
+        self.k1, self.b = check_float("k1", k1, min=0), check_float("b", b, min=0, max=1)
+        self.passages = list(passages)
         self.docs = [tokenize(p) for p in self.passages]
+        _check_docs(self.docs)
 
     def scores(self, question):
         """BM25 score of every passage for `question` (a string)."""
@@ -124,8 +141,7 @@ class BM25Retriever:
 
     def retrieve(self, question, k=1):
         """The k passages with the highest scores, best first (ties: the earlier passage first)."""
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"`k` must be a positive int, got {k!r}")
+        check_positive_int("k", k)
         s = self.scores(question)
         order = sorted(range(len(s)), key=lambda i: -s[i])
         return [self.passages[i] for i in order[:k]]
@@ -134,6 +150,12 @@ class BM25Retriever:
 _SYLLABLES = ["ka", "lo", "mi", "zor", "ve", "qu", "ta", "ren", "sa", "dol", "pi", "nu", "bre", "fa", "gul", "tes",
               "ob", "dri", "mun", "ha", "ix", "pel", "wu", "sen"]
 NAME_POOL = sorted({a + b for a in _SYLLABLES for b in _SYLLABLES if a != b})
+
+
+def _check_random(generator):
+    if not isinstance(generator, random.Random):
+        raise TypeError(f"`generator` must be a random.Random (e.g. random.Random(0)), "
+                        f"got {type(generator).__name__}")
 
 
 def invented_names(count, generator):
@@ -145,8 +167,8 @@ def invented_names(count, generator):
         >>> len(set(names)), all(n in NAME_POOL for n in names)
         (5, True)
     """
-    if not 0 <= count <= len(NAME_POOL):
-        raise ValueError(f"`count` must be in 0..{len(NAME_POOL)} (the size of NAME_POOL), got {count}")
+    check_int("count", count, min=0, max=len(NAME_POOL))
+    _check_random(generator)
     return generator.sample(NAME_POOL, count)
 
 
@@ -166,8 +188,8 @@ def make_world(n_countries, generator):
         >>> len(passages), len(qa), qa[0][1] in passages[qa[0][2]].split()
         (2, 4, True)
     """
-    if n_countries < 1:
-        raise ValueError(f"`n_countries` must be >= 1, got {n_countries}")
+    check_int("n_countries", n_countries, min=1, max=len(NAME_POOL) // 3)
+    _check_random(generator)
     names = invented_names(3 * n_countries, generator)
     passages, qa = [], []
     for i in range(n_countries):
@@ -192,6 +214,8 @@ class WordVocab:
 
     def encode(self, text):
         """Token ids of the words of `text` (new words are added)."""
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a str, got {type(text).__name__}")
         for w in text.split():
             if w not in self.stoi:
                 self.stoi[w] = len(self.itos)
@@ -200,6 +224,7 @@ class WordVocab:
 
     def decode(self, ids):
         """Words of a list of ids."""
+        check_token_ids("ids", torch.as_tensor(ids, dtype=torch.long), len(self.itos), ndim=1)
         return [self.itos[i] for i in ids]
 
 
@@ -210,6 +235,10 @@ def rag_prompt(question, passages=()):
         >>> rag_prompt("what is the capital of zorvia ?", ["the capital of zorvia is pelmont ."])
         'the capital of zorvia is pelmont . what is the capital of zorvia ?'
     """
+    if not isinstance(question, str):
+        raise TypeError(f"`question` must be a str, got {type(question).__name__}")
+    if isinstance(passages, str) or not all(isinstance(p, str) for p in passages):
+        raise TypeError("`passages` must be a list of str (not one str: wrap it in a list)")
     return " ".join([*passages, question])
 
 
@@ -230,6 +259,11 @@ def qa_batch(examples, vocab):
     """
     if not examples or not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in examples):
         raise ValueError("`examples` must be a non-empty list of (prompt, answer) pairs")
+    if not isinstance(vocab, WordVocab):
+        raise TypeError(f"`vocab` must be a WordVocab, got {type(vocab).__name__}")
+    for i, (p, a) in enumerate(examples):
+        if not isinstance(p, str) or not isinstance(a, str) or len(a.split()) != 1:
+            raise ValueError(f"examples[{i}] must be (prompt str, one-word answer str), got {(p, a)!r}")
     rows = [vocab.encode(p) + vocab.encode(a) for p, a in examples]
     T = max(map(len, rows))
     seq = torch.tensor([[0] * (T - len(r)) + r for r in rows])                  # (B, T) left-padded
@@ -250,6 +284,7 @@ def answer_accuracy(model, vocab, examples):
         True
     """
     seq, _ = qa_batch(examples, vocab)
+    check_token_ids("examples (encoded)", seq, model.config.vocab_size)
     dev = next(model.parameters()).device
     guess = model(seq[:, :-1].to(dev))[0][:, -1].argmax(-1).cpu()               # next word after the prompt
     return (guess == seq[:, -1]).float().mean().item()

@@ -9,7 +9,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .core import check_bool, check_float
+
 # %% ../nbs/14b_scaling.ipynb #01bcb518
+def _positive_array(name, x):
+    """`x` as a float array of finite positive numbers (scalar or non-empty array), or a clear error."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a positive number or an array of them, got {x!r:.60}") from None
+    if a.size == 0:
+        raise ValueError(f"`{name}` is empty: give at least one value")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"`{name}` must be finite and positive, got {x!r:.60}")
+    return a
+
+
 def training_flops(n_params, n_tokens):
     """Training compute C = 6 N D in FLOPs (forward 2ND, backward 4ND).
 
@@ -21,9 +36,7 @@ def training_flops(n_params, n_tokens):
         >>> f"{training_flops(70e9, 1.4e12):.2e}"     # Chinchilla
         '5.88e+23'
     """
-    N, D = np.asarray(n_params, dtype=float), np.asarray(n_tokens, dtype=float)
-    if np.any(N <= 0) or np.any(D <= 0):
-        raise ValueError(f"`n_params` and `n_tokens` must be positive, got {n_params}, {n_tokens}")
+    N, D = _positive_array("n_params", n_params), _positive_array("n_tokens", n_tokens)
     C = 6.0 * N * D
     return float(C) if C.ndim == 0 else C
 
@@ -47,7 +60,7 @@ class PowerLawFit:
 
     def predict(self, N):
         """The fitted law at N."""
-        return self.E + self.A * np.asarray(N, dtype=float) ** (-self.alpha)
+        return self.E + self.A * _positive_array("N", N) ** (-self.alpha)
 
 
 def _loglog_fit(x, y):
@@ -79,13 +92,14 @@ def fit_power_law(N, L, with_offset=False):
         (0.3, 2.0)
     """
     from scipy import optimize, stats
-    N, L = np.asarray(N, dtype=float), np.asarray(L, dtype=float)
+    N, L = _positive_array("N", N), _positive_array("L", L)          # the fit is in log space
+    with_offset = check_bool("with_offset", with_offset)
     if N.shape != L.shape or N.ndim != 1:
         raise ValueError(f"`N` and `L` must be 1-d and equally long, got shapes {N.shape}, {L.shape}")
     if len(N) < 3 + with_offset:
         raise ValueError(f"need at least {3 + with_offset} points, got {len(N)}")
-    if np.any(N <= 0) or np.any(L <= 0):
-        raise ValueError("`N` and `L` must be positive (the fit is in log space)")
+    if len(np.unique(N)) < 2:
+        raise ValueError("`N` needs at least 2 distinct sizes: a slope cannot be fitted at one size")
     x = np.log(N)
     E = 0.0
     if with_offset:
@@ -102,6 +116,11 @@ def fit_power_law(N, L, with_offset=False):
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)   # Hoffmann et al. 2022, approach 3
 
 
+def _check_coefficients(A, B, alpha, beta):
+    for name, v in (("A", A), ("B", B), ("alpha", alpha), ("beta", beta)):
+        check_float(name, v, min=0, min_open=True)
+
+
 def chinchilla_loss(n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28):
     """Parametric loss L(N, D) = E + A / N^alpha + B / D^beta (defaults: Hoffmann et al. 2022).
 
@@ -109,9 +128,9 @@ def chinchilla_loss(n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, be
         >>> round(chinchilla_loss(70e9, 1.4e12), 3)
         1.937
     """
-    N, D = np.asarray(n_params, dtype=float), np.asarray(n_tokens, dtype=float)
-    if np.any(N <= 0) or np.any(D <= 0):
-        raise ValueError("`n_params` and `n_tokens` must be positive")
+    N, D = _positive_array("n_params", n_params), _positive_array("n_tokens", n_tokens)
+    E = check_float("E", E, min=0)
+    _check_coefficients(A, B, alpha, beta)
     L = E + A / N ** alpha + B / D ** beta
     return float(L) if L.ndim == 0 else L
 
@@ -131,9 +150,8 @@ def chinchilla_optimal(C, A=406.4, B=410.7, alpha=0.34, beta=0.28):
         >>> f"{N_opt:.2e} parameters, {D_opt:.2e} tokens"
         '3.22e+10 parameters, 2.98e+12 tokens'
     """
-    C = np.asarray(C, dtype=float)
-    if np.any(C <= 0):
-        raise ValueError(f"`C` must be positive FLOPs, got {C}")
+    C = _positive_array("C", C)
+    _check_coefficients(A, B, alpha, beta)
     G = (alpha * A / (beta * B)) ** (1 / (alpha + beta))
     N_opt = G * (C / 6) ** (beta / (alpha + beta))
     D_opt = (C / 6) / N_opt

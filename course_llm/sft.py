@@ -9,10 +9,17 @@ import random
 
 import torch
 
-from .chat import IM_END, IM_START, _check_messages, render_chat
+from .chat import IM_END, IM_START, render_chat
+from .core import check_bool, check_int, check_positive_int, check_tensor
 from .gpt import causal_lm_loss
 
 # %% ../nbs/12b_sft.ipynb #97face32
+def _check_id_list(name, ids):
+    if not isinstance(ids, (list, tuple)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise TypeError(f"`{name}` must be a list of non-negative int token ids, got {ids!r:.80}")
+
+
 def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
     """Concatenate a prompt and a response; labels keep only the response tokens.
 
@@ -29,8 +36,10 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
         ([5, 6, 7, 8], [-100, -100, 7, 8])
     """
     for name, ids in (("prompt_ids", prompt_ids), ("response_ids", response_ids)):
-        if not all(isinstance(i, int) for i in ids):
-            raise TypeError(f"{name} must be a list of int token ids")
+        _check_id_list(name, ids)
+    if not response_ids:
+        raise ValueError("`response_ids` is empty: an SFT example needs at least one response token")
+    check_int("ignore_index", ignore_index)
     return list(prompt_ids) + list(response_ids), [ignore_index] * len(prompt_ids) + list(response_ids)
 
 
@@ -67,7 +76,9 @@ def build_sft_example(tokenizer, messages, block_size: int, ignore_index: int = 
         >>> tok.decode([i for i, l in zip(ids, labels) if l != -100])
         'b<|im_end|>'
     """
-    _check_messages(messages)
+    render_chat(messages)                                # validates roles and contents
+    check_positive_int("block_size", block_size)
+    check_int("ignore_index", ignore_index)
     if IM_START not in tokenizer.special_tokens or IM_END not in tokenizer.special_tokens:
         raise ValueError("tokenizer lacks <|im_start|>/<|im_end|>; call course_llm.chat.add_special_tokens")
     ids, labels = [], []
@@ -103,7 +114,9 @@ def truncate_conversation(messages, tokenizer, block_size: int, add_generation_p
         >>> truncate_conversation(msgs, tok, 24)
         [{'role': 'user', 'content': 'a'}]
     """
-    _check_messages(messages)
+    render_chat(messages)                                # validates roles and contents
+    check_positive_int("block_size", block_size)
+    check_bool("add_generation_prompt", add_generation_prompt)
     n = lambda ms: len(tokenizer.encode(render_chat(ms, add_generation_prompt), allowed_special="all"))
     system = list(messages[:1]) if messages and messages[0]["role"] == "system" else []
     rest = list(messages[len(system):])
@@ -133,6 +146,16 @@ def sft_loss(logits, labels, ignore_index: int = -100):
         >>> round(sft_loss(logits, torch.tensor([[-100, -100, 3, 4]])).item(), 4)
         2.3026
     """
+    check_tensor("logits", logits, ndim=3, dtype="float")
+    check_tensor("labels", labels, shape=tuple(logits.shape[:2]), dtype="int")
+    check_int("ignore_index", ignore_index)
+    real = labels[:, 1:][labels[:, 1:] != ignore_index]                   # predicted positions
+    if real.numel() == 0:
+        raise ValueError("every label is `ignore_index`: no response token to learn from (the mean "
+                         "would be NaN); check the labels of build_sft_example")
+    if int(real.min()) < 0 or int(real.max()) >= logits.size(-1):
+        raise ValueError(f"`labels` hold ids in [{int(real.min())}, {int(real.max())}] outside the "
+                         f"vocabulary of {logits.size(-1)} logits (and not ignore_index={ignore_index})")
     return causal_lm_loss(logits, labels, ignore_index=ignore_index)
 
 # %% ../nbs/12b_sft.ipynb #953a82a3
@@ -238,6 +261,7 @@ def instruction_data(tasks=None, heldout_phrasings: int = 1, heldout_every: int 
     return train, test
 
 
+
 # %% ../nbs/12b_sft.ipynb #a70bbde2
 def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None):
     """Right-pad `(ids, labels)` pairs (from `build_sft_example`) into two (batch, T) tensors.
@@ -262,13 +286,17 @@ def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None
     """
     if not isinstance(examples, (list, tuple)) or not examples:
         raise ValueError("examples must be a non-empty list of (ids, labels) pairs")
+    check_int("pad_id", pad_id, min=0)
+    check_int("ignore_index", ignore_index)
     for k, ex in enumerate(examples):
         if not isinstance(ex, (list, tuple)) or len(ex) != 2 or len(ex[0]) != len(ex[1]):
             raise ValueError(f"examples[{k}] must be a pair (ids, labels) of equal length; "
                              f"build it with build_sft_example")
+        _check_id_list(f"examples[{k}] ids", ex[0])
     T = max(len(ids) for ids, _ in examples)
     ids = [list(i) + [pad_id] * (T - len(i)) for i, _ in examples]
     labels = [list(l) + [ignore_index] * (T - len(l)) for _, l in examples]
     return (torch.tensor(ids, dtype=torch.long, device=device),
             torch.tensor(labels, dtype=torch.long, device=device))
+
 

@@ -10,16 +10,17 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from .core import check_bool, check_float, check_positive_int, check_same_shape, check_tensor
 from .layers import TransformerBlock, TransformerConfig
 from .vit import ViT, ViTConfig
 
 # %% ../nbs/14c_ssl.ipynb #a2f96bac
-def _check_pair(z1, z2, min_rows=1):
-    for name, z in (("z1", z1), ("z2", z2)):
-        if not isinstance(z, torch.Tensor) or z.dim() != 2:
-            raise ValueError(f"`{name}` must be a (batch, dim) tensor")
-    if z1.shape != z2.shape:
-        raise ValueError(f"`z1` and `z2` must have the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
+    for name, z in zip(names, (z1, z2)):
+        check_tensor(name, z, ndim=2, dtype="float")
+        if z.size(1) == 0:
+            raise ValueError(f"`{name}` has no embedding dimension, got shape {tuple(z.shape)}")
+    check_same_shape(names[0], z1, names[1], z2)
     if z1.size(0) < min_rows:
         raise ValueError(f"need a batch of at least {min_rows} rows, got {z1.size(0)}")
 
@@ -41,8 +42,7 @@ def info_nce(z1, z2, temperature=0.5):
         tensor(True)
     """
     _check_pair(z1, z2, min_rows=2)
-    if not temperature > 0:
-        raise ValueError(f"`temperature` must be positive, got {temperature}")
+    temperature = check_float("temperature", temperature, min=0, min_open=True)
     N = z1.size(0)
     z = F.normalize(torch.cat([z1, z2]), dim=1)                          # (2N, dim)
     logits = z @ z.T / temperature                                       # (2N, 2N)
@@ -73,6 +73,10 @@ def vicreg_loss(z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_t
         tensor(0.)
     """
     _check_pair(z1, z2, min_rows=2)
+    for name, v in (("lam", lam), ("mu", mu), ("nu", nu), ("gamma", gamma)):
+        check_float(name, v, min=0)
+    check_float("eps", eps, min=0, min_open=True)
+    check_bool("return_terms", return_terms)
     N, D = z1.shape
 
     def variance(z):
@@ -107,9 +111,10 @@ def clip_loss(image_emb, text_emb, logit_scale):
         >>> clip_loss(e, e, 100.0) < 1e-3
         tensor(True)
     """
-    _check_pair(image_emb, text_emb)
-    if not torch.all(torch.as_tensor(logit_scale) > 0):
-        raise ValueError(f"`logit_scale` must be positive (it is exp(t)), got {logit_scale}")
+    _check_pair(image_emb, text_emb, names=("image_emb", "text_emb"))
+    scale = torch.as_tensor(logit_scale)
+    if scale.ndim != 0 or not bool(torch.isfinite(scale)) or not bool(scale > 0):
+        raise ValueError(f"`logit_scale` must be one finite positive number (it is exp(t)), got {logit_scale}")
     S = logit_scale * F.normalize(image_emb, dim=1) @ F.normalize(text_emb, dim=1).T     # (N, N)
     labels = torch.arange(S.size(0), device=S.device)
     return (F.cross_entropy(S, labels) + F.cross_entropy(S.T, labels)) / 2
@@ -125,6 +130,8 @@ def digit_prompts(template="a photo of the digit {}"):
         >>> digit_prompts()[3]
         'a photo of the digit three'
     """
+    if not isinstance(template, str):
+        raise TypeError(f"`template` must be a str with a '{{}}', got {type(template).__name__}")
     if "{}" not in template:
         raise ValueError(f"`template` needs a '{{}}' for the digit word, got {template!r}")
     return [template.format(w) for w in DIGIT_WORDS]
@@ -147,6 +154,11 @@ class TextEncoder(nn.Module):
 
     def __init__(self, vocab, d_model=32, n_head=4, max_len=16):
         super().__init__()
+        if isinstance(vocab, str) or not isinstance(vocab, (list, tuple)) or not vocab \
+                or not all(isinstance(w, str) and w and not w.split()[1:] for w in vocab):
+            raise ValueError("`vocab` must be a non-empty list of words (str without spaces)")
+        for name, v in (("d_model", d_model), ("n_head", n_head), ("max_len", max_len)):
+            check_positive_int(name, v)
         self.stoi = {w: i + 1 for i, w in enumerate(vocab)}                # 0 = padding
         self.tok_emb = nn.Embedding(len(vocab) + 1, d_model, padding_idx=0)
         self.pos_emb = nn.Parameter(0.02 * torch.randn(1, max_len, d_model))
@@ -156,6 +168,9 @@ class TextEncoder(nn.Module):
 
     def encode_ids(self, texts):
         """(ids (B, L), mask (B, L)) of whitespace-split `texts`, padded with 0."""
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not texts \
+                or not all(isinstance(t, str) for t in texts):
+            raise TypeError("`texts` must be a non-empty list of str (one caption per row)")
         words = [t.split() for t in texts]
         unknown = {w for ws in words for w in ws if w not in self.stoi}
         if unknown:
@@ -191,6 +206,8 @@ class CLIP(nn.Module):
 
     def __init__(self, vit_config, vocab, d_embed=32, d_text=32):
         super().__init__()
+        check_positive_int("d_embed", d_embed)
+        check_positive_int("d_text", d_text)
         self.image_encoder = ViT(vit_config)
         self.text_encoder = TextEncoder(vocab, d_model=d_text, n_head=4 if d_text % 4 == 0 else 1)
         self.image_proj = nn.Linear(vit_config.d_model, d_embed, bias=False)
@@ -210,6 +227,8 @@ class CLIP(nn.Module):
 
     def forward(self, images, texts):
         """The CLIP loss of a batch of matching (image, caption) pairs."""
+        if len(images) != len(texts):
+            raise ValueError(f"`images` ({len(images)}) and `texts` ({len(texts)}) must pair up one to one")
         return clip_loss(self.encode_image(images), self.encode_text(texts), self.logit_scale())
 
 
@@ -230,7 +249,9 @@ def zero_shot_classify(model, images, class_prompts):
         >>> zero_shot_classify(model, torch.rand(3, 1, 8, 8), ["a", "b"]).shape
         torch.Size([3])
     """
-    if len(class_prompts) < 2:
+    if not isinstance(model, CLIP):
+        raise TypeError(f"`model` must be a CLIP, got {type(model).__name__}")
+    if isinstance(class_prompts, str) or len(class_prompts) < 2:
         raise ValueError(f"`class_prompts` needs at least two classes, got {len(class_prompts)}")
     was_training = model.training
     model.eval()

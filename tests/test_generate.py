@@ -118,22 +118,118 @@ def test_eos_pads_and_stops():
     assert (out[:, 5:] == eos).any(1).all() or out.size(1) == 15
 
 
-@pytest.mark.parametrize("kw, arg", [
-    (dict(top_k=0), "top_k"), (dict(top_p=0.0), "top_p"), (dict(top_p=1.5), "top_p"),
-    (dict(temperature=-1.0), "temperature"), (dict(eos_id=64), "eos_id"), (dict(eos_id=-1), "eos_id"),
-    (dict(max_new_tokens=100), "block_size")])
-def test_bad_inputs(kw, arg):
+def brute_force_window(m, idx, n_new):
+    """Greedy decoding that reruns the model on the last block_size tokens at every step."""
+    out, L = idx, m.config.block_size
+    with torch.no_grad():
+        for _ in range(n_new):
+            out = torch.cat([out, m(out[:, -L:])[0][:, -1].argmax(-1, keepdim=True)], 1)
+    return out
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("T", [5, 47, 48, 70])
+def test_sliding_window_equals_brute_force(name, T):
+    m, idx = model_of(name), prompt(B=2, T=T)
+    ref = brute_force_window(m, idx, 60)                       # block_size 48: 5 + 60 > 48
+    assert torch.equal(generate(m, idx, 60, temperature=0), ref)
+    assert torch.equal(generate(m, idx, 60, temperature=0, use_cache=False), ref)
+
+
+def test_sliding_window_sampled_cached_equals_uncached():
+    m, idx = model_of("llama_gqa"), prompt(T=40)
+    a, b = (generate(m, idx, 30, temperature=0.9, top_k=20, use_cache=c,
+                     generator=torch.Generator().manual_seed(5)) for c in (True, False))
+    assert torch.equal(a, b) and a.shape == (3, 70)
+
+
+def test_cache_reset_and_reorder():
+    cache = KVCache(2, 1, 4, 2)
+    k = torch.arange(8.).view(2, 1, 2, 2)
+    cache.update(k, k)
+    cache.reorder(torch.tensor([1, 1]))
+    assert torch.equal(cache.k[:, :, :2], k[[1, 1]])            # both rows copy parent 1
+    cache.reset()
+    assert cache.length == 0 and cache.update(k, k)[0].shape == (2, 1, 2, 2)
+
+
+BAD_GENERATE = [
+    (dict(top_k=0), ValueError, "top_k"), (dict(top_k=2.5), TypeError, "top_k"),
+    (dict(top_p=0.0), ValueError, "top_p"), (dict(top_p=1.5), ValueError, "top_p"),
+    (dict(top_p=float("nan")), ValueError, "top_p"), (dict(temperature=-1.0), ValueError, "temperature"),
+    (dict(temperature=float("nan")), ValueError, "temperature"),
+    (dict(temperature=float("inf")), ValueError, "temperature"), (dict(temperature="hot"), TypeError, "temperature"),
+    (dict(eos_id=64), ValueError, "eos_id"), (dict(eos_id=-1), ValueError, "eos_id"),
+    (dict(max_new_tokens=-1), ValueError, "max_new_tokens"), (dict(max_new_tokens=2.0), TypeError, "max_new_tokens"),
+    (dict(use_cache=1), TypeError, "use_cache"), (dict(generator=0), TypeError, "generator")]
+
+
+@pytest.mark.parametrize("kw, err, arg", BAD_GENERATE)
+def test_bad_inputs(kw, err, arg):
     m, idx = model_of("gpt2"), prompt()
     kw = {"max_new_tokens": 3, **kw}
-    with pytest.raises(ValueError, match=arg):
+    with pytest.raises(err, match=arg):
         generate(m, idx, **kw)
 
 
-def test_bad_beam_and_prompt():
+@pytest.mark.parametrize("idx, err", [
+    (torch.zeros(1, 0, dtype=torch.long), ValueError), (torch.zeros(0, 3, dtype=torch.long), ValueError),
+    (torch.tensor([[1, 64]]), ValueError), (torch.tensor([[-1, 2]]), ValueError),
+    (torch.zeros(1, 3), TypeError), (torch.zeros(3, dtype=torch.long), ValueError), ([[1, 2]], TypeError)])
+def test_bad_prompts(idx, err):
     m = model_of("gpt2")
+    for decode in (lambda: generate(m, idx, 3), lambda: beam_search(m, idx, 2, 3)):
+        with pytest.raises(err, match="idx"):
+            decode()
+
+
+def test_bad_beam_search():
+    m, p1 = model_of("gpt2"), prompt(B=1)
     with pytest.raises(ValueError, match="beam_size"):
-        beam_search(m, prompt(B=1), 0, 3)
-    with pytest.raises(ValueError, match="idx"):
-        generate(m, torch.zeros(1, 0, dtype=torch.long), 3)
+        beam_search(m, p1, 0, 3)
     with pytest.raises(ValueError, match="eos_id"):
-        beam_search(m, prompt(B=1), 2, 3, eos_id=99)
+        beam_search(m, p1, 2, 3, eos_id=99)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(m, p1, 2, 3, length_penalty=float("nan"))
+    with pytest.raises(ValueError, match="block_size"):            # beam search does not slide
+        beam_search(m, p1, 2, 100)
+    with pytest.raises(TypeError, match="model"):
+        beam_search(torch.nn.Linear(2, 2), p1, 2, 3)
+
+
+def test_bad_filters():
+    with pytest.raises(TypeError, match="logits"):
+        top_k_filter(torch.tensor([1, 2, 3]), 2)
+    with pytest.raises(ValueError, match="logits"):
+        top_p_filter(torch.tensor(1.0), 0.5)
+    with pytest.raises(ValueError, match="top_p"):
+        top_p_filter(torch.zeros(4), float("nan"))
+
+
+def test_bad_caches():
+    m = model_of("llama_gqa")
+    with pytest.raises(ValueError, match="max_length"):
+        make_kv_cache(m, 1, 0)
+    with pytest.raises(ValueError, match="max_length"):
+        make_kv_cache(m, 1, 49)                                   # past block_size 48
+    with pytest.raises(ValueError, match="batch_size"):
+        make_kv_cache(m, 0)
+    with pytest.raises(TypeError, match="model"):
+        make_kv_cache(object(), 1)
+    with pytest.raises(ValueError, match="d_head"):
+        KVCache(1, 1, 4, 0)
+    with pytest.raises(TypeError, match="dtype"):
+        KVCache(1, 1, 4, 2, dtype=torch.long)
+    cache = KVCache(2, 2, 8, 4)
+    with pytest.raises(ValueError, match="`k`"):
+        cache.update(torch.zeros(2, 1, 1, 4), torch.zeros(2, 1, 1, 4))     # wrong number of heads
+    with pytest.raises(ValueError, match="`k` and `v`"):
+        cache.update(torch.zeros(2, 2, 1, 4), torch.zeros(2, 2, 2, 4))
+    with pytest.raises(ValueError, match="`k`"):
+        cache.update(torch.zeros(2, 2, 4), torch.zeros(2, 2, 4))
+    with pytest.raises(ValueError, match="overflow"):
+        cache.update(torch.zeros(2, 2, 9, 4), torch.zeros(2, 2, 9, 4))
+    with pytest.raises(ValueError, match="index"):
+        cache.reorder(torch.tensor([0, 2]))
+    with pytest.raises(ValueError, match="index"):
+        cache.reorder(torch.tensor([0]))

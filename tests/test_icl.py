@@ -6,6 +6,8 @@ from functools import reduce
 import pytest
 import torch
 
+import course_llm.icl as icl
+
 from course_llm.gpt import GPT, GPTConfig
 from course_llm.icl import (STRING_RULES, copy_or_guess_accuracy, fit_answers, mapping_batch, parity_batch,
                             permutation_parity, accuracy_by_shots, rule_batch, show_rule_prompt)
@@ -243,3 +245,45 @@ def test_accuracy_by_shots_targets_none_is_the_mapping_layout():
     uneven[0, 1] = -100
     with pytest.raises(ValueError, match="same number"):
         accuracy_by_shots(model, seq, uneven)
+
+
+# ---- bad input: every public function names the argument ------------------------------------------
+def _tiny():
+    return GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8, n_layer=1, d_model=16)).eval()
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: permutation_parity(torch.tensor([[0, 0, 1]])), ValueError, "perm"),
+    (lambda: permutation_parity(torch.tensor([[0.0, 1.0]])), TypeError, "perm"),
+    (lambda: permutation_parity(torch.tensor([0, 1])), ValueError, "perm"),
+    (lambda: mapping_batch(0, 4, 3), ValueError, "batch_size"),
+    (lambda: mapping_batch(2, 4, 0), ValueError, "n_shots"),
+    (lambda: mapping_batch(2, 4.0, 3), TypeError, "n_keys"),
+    (lambda: mapping_batch(2, 4, 3, parity=True), TypeError, "parity"),
+    (lambda: mapping_batch(2, 4, 3, generator=0), TypeError, "generator"),
+    (lambda: copy_or_guess_accuracy(0, 1), ValueError, "n_keys"),
+    (lambda: copy_or_guess_accuracy(4, -1), ValueError, "k"),
+    (lambda: fit_answers(_tiny(), lambda: None, 0), ValueError, "steps"),
+    (lambda: fit_answers(_tiny(), None, 1), TypeError, "batch_fn"),
+    (lambda: fit_answers(_tiny(), lambda: None, 1, max_lr=float("nan")), ValueError, "max_lr"),
+    (lambda: fit_answers(_tiny(), lambda: None, 1, warmup_steps=-1), ValueError, "warmup_steps"),
+    (lambda: accuracy_by_shots(_tiny(), torch.tensor([[1, 9]])), ValueError, "seq"),
+    (lambda: accuracy_by_shots(_tiny(), torch.zeros(2, 4)), TypeError, "seq"),
+    (lambda: accuracy_by_shots(_tiny(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4)), TypeError, "targets"),
+    (lambda: rule_batch(2, 1, ["reverse"], generator="seed"), TypeError, "generator"),
+    (lambda: rule_batch(2.0, 1, ["reverse"]), TypeError, "batch_size"),
+    (lambda: show_rule_prompt([0, 11], 8), ValueError, "tokens"),
+    (lambda: show_rule_prompt([0, 1], 27), ValueError, "n_letters"),
+    (lambda: parity_batch(0, 4, True), ValueError, "batch_size"),
+    (lambda: parity_batch(2, 0, True), ValueError, "n_bits"),
+    (lambda: parity_batch(2, 4, "yes"), TypeError, "chain_of_thought"),
+    (lambda: icl.final_answer_accuracy(_tiny(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(3, dtype=torch.long), 2),
+     ValueError, "y"),
+    (lambda: icl.final_answer_accuracy(_tiny(), torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long), 4),
+     ValueError, "n_prompt"),
+    (lambda: icl.final_answer_accuracy(_tiny(), torch.full((2, 4), 8), torch.zeros(2, dtype=torch.long), 2),
+     ValueError, "seq"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

@@ -172,3 +172,30 @@ def test_greedy_chat_says_paris(ours):
     with torch.no_grad():
         out = generate(model, idx, 20, temperature=0, eos_id=tok.eos_id)
     assert "Paris" in tok.decode(out[0, idx.size(1):].tolist())
+
+
+def test_chat_equals_transformers_generate(ours, hf_model, hf_tokenizer):
+    from course_llm.pretrained import chat
+    model, tok = ours
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    reply = chat(model, tok, messages, max_new_tokens=16)
+    ids = hf_tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+    ids = getattr(ids, "input_ids", ids)
+    with torch.no_grad():
+        ref = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=16,
+                                do_sample=False, eos_token_id=tok.eos_id)
+    want = hf_tokenizer.decode(ref[0, ids.size(1):], skip_special_tokens=True)
+    assert reply == want and "Paris" in reply
+
+
+def test_chat_bad_input_and_repr(ours):
+    from course_llm.pretrained import chat
+    model, tok = ours
+    assert repr(tok) == ("GGUFTokenizer(n_vocab=49152, special_tokens=17, bos_id=1, eos_id=2, "
+                         "chat_template=yes)")
+    with pytest.raises(TypeError, match="tokenizer"):
+        chat(model, object(), [{"role": "user", "content": "Hi"}])
+    with pytest.raises((TypeError, ValueError)):
+        chat(model, tok, [{"role": "robot", "content": "Hi"}])
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        chat(model, tok, [{"role": "user", "content": "Hi"}], max_new_tokens=-1)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from course_llm.rag import (BM25Retriever, WordVocab, bm25_idf, bm25_scores, make_world, qa_batch, rag_prompt,
-                            tokenize)
+from course_llm.rag import (BM25Retriever, WordVocab, answer_accuracy, bm25_idf, bm25_scores, invented_names,
+                            make_world, qa_batch, rag_prompt, tokenize)
 
 
 def _corpus(rng):
@@ -65,9 +65,51 @@ def test_world_and_batches():
 def test_validation():
     with pytest.raises(ValueError, match="docs"):
         bm25_scores(["a"], [])
-    with pytest.raises(ValueError, match="query"):
+    with pytest.raises(TypeError, match="query"):
         bm25_scores("a", [["a"]])
     with pytest.raises(ValueError, match="k"):
         BM25Retriever(["a b"]).retrieve("a", k=0)
     with pytest.raises(TypeError, match="text"):
         tokenize(3)
+
+
+def test_k1_zero_is_idf_of_present_terms():
+    """k1 = 0: each present query term adds its idf (f (k1+1) / (f + 0) = 1); rank_bm25 gives NaN (0/0)
+    for absent terms and we used to raise ZeroDivisionError."""
+    docs = [tokenize(t) for t in ["the cat sat", "a dog ran far", "the dog sat down"]]
+    query = tokenize("dog sat cat")
+    idf = BM25Okapi(docs).idf
+    want = [sum(idf[q] for q in query if q in d) for d in docs]
+    assert np.allclose(bm25_scores(query, docs, k1=0.0), want)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: bm25_scores(["a"], [[], []]), ValueError, "empty"),           # avgdl would be 0
+    (lambda: bm25_scores(["a"], [["a", 3]]), TypeError, "docs"),
+    (lambda: bm25_scores(["a"], [["a"]], k1=float("nan")), ValueError, "k1"),
+    (lambda: bm25_scores(["a"], [["a"]], b=1.5), ValueError, "b"),
+    (lambda: bm25_idf([["a"]], epsilon=-1), ValueError, "epsilon"),
+    (lambda: BM25Retriever(["a b"], k1=-1), ValueError, "k1"),
+    (lambda: BM25Retriever(["!!", "?"]), ValueError, "empty"),
+    (lambda: BM25Retriever(["a b"]).retrieve("a", k=1.5), TypeError, "k"),
+    (lambda: invented_names(-1, random.Random(0)), ValueError, "count"),
+    (lambda: invented_names(2, 0), TypeError, "generator"),
+    (lambda: make_world(0, random.Random(0)), ValueError, "n_countries"),
+    (lambda: make_world(10_000, random.Random(0)), ValueError, "n_countries"),
+    (lambda: WordVocab().encode(["a"]), TypeError, "text"),
+    (lambda: WordVocab().decode([5]), ValueError, "ids"),
+    (lambda: rag_prompt("q", "one passage"), TypeError, "passages"),
+    (lambda: rag_prompt(3), TypeError, "question"),
+    (lambda: qa_batch([("a b", "two words")], WordVocab()), ValueError, "one-word"),
+    (lambda: qa_batch([("a b", "c")], {}), TypeError, "vocab"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_answer_accuracy_rejects_words_past_the_model_vocabulary():
+    from course_llm.gpt import GPT, GPTConfig
+    model = GPT(GPTConfig.gpt2_style(vocab_size=4, block_size=8, n_layer=1, d_model=16)).eval()
+    with pytest.raises(ValueError, match="vocabulary"):
+        answer_accuracy(model, WordVocab(), [("a b c d", "e")])

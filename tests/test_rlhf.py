@@ -207,3 +207,56 @@ def test_ppo_trainer_raises_a_rewarded_token():
         last = trainer.step(prompts, 5, g)
     assert last["score"] > first["score"] + 0.5
     assert last["kl"] > 0
+
+
+def _gpt6(vocab=6):
+    torch.manual_seed(0)
+    return GPT(GPTConfig.gpt2_style(vocab_size=vocab, block_size=8, n_layer=1, d_model=16)).eval()
+
+
+Z2 = torch.zeros(2, 3)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: RewardModel(_gpt6(), pad_id=6), ValueError, "pad_id"),
+    (lambda: RewardModel(_gpt6(), pad_id=0)(torch.tensor([[1, 0], [0, 0]])), ValueError, "all padding"),
+    (lambda: RewardModel(_gpt6())(torch.tensor([[1, 7]])), ValueError, "idx"),
+    (lambda: bradley_terry_loss(torch.zeros(0), torch.zeros(0)), ValueError, "empty"),   # was NaN
+    (lambda: token_logprobs(torch.zeros(1, 3, 4), torch.tensor([[0, 1, 4]])), ValueError, "ids"),
+    (lambda: token_logprobs(torch.zeros(1, 1, 4), torch.tensor([[0]])), ValueError, "2 positions"),
+    (lambda: sequence_logprobs(_gpt6(), torch.tensor([[1, 2]]), torch.tensor([[0, 1]])), TypeError,
+     "response_mask"),
+    (lambda: kl_penalty_rewards(Z2, Z2, torch.zeros(2), float("nan")), ValueError, "beta"),
+    (lambda: kl_penalty_rewards(Z2, Z2, torch.zeros(3), 0.1), ValueError, "score"),
+    (lambda: kl_penalty_rewards(Z2, Z2, torch.zeros(2), 0.1, mask=torch.tensor([[1, 1, 0], [0, 0, 0]])),
+     ValueError, "no real token"),                                        # the score went to position 0
+    (lambda: gae(Z2, Z2, gamma=float("nan")), ValueError, "gamma"),
+    (lambda: gae(Z2, Z2, mask=torch.ones(2, 4)), ValueError, "mask"),     # was broadcast or a torch error
+    (lambda: gae(Z2, Z2, mask=torch.full((2, 3), 2.0)), ValueError, "0/1"),
+    (lambda: ppo_clip_loss(Z2, Z2, Z2, clip_eps=float("inf")), ValueError, "clip_eps"),
+    (lambda: ppo_clip_loss(Z2, Z2, Z2, mask=torch.zeros(2, 3)), ValueError, "no real token"),
+    (lambda: PPOConfig(epochs=0), ValueError, "epochs"),
+    (lambda: PPOConfig(minibatch_size=2.5), TypeError, "minibatch_size"),
+    (lambda: PPOConfig(lr=float("nan")), ValueError, "lr"),
+    (lambda: PPOConfig(temperature=0.0), ValueError, "temperature"),
+    (lambda: PPOConfig(lam=1.5), ValueError, "lam"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(7), lambda ids: ids.sum(1).float()), ValueError, "vocabulary"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(), None), TypeError, "reward_model"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(), len, config={"beta": 0.1}), TypeError, "config"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(), len).rollout(torch.tensor([[9]]), 2), ValueError, "prompts"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(), len).rollout(torch.tensor([[1]]), 0), ValueError, "n_new"),
+    (lambda: PPOTrainer(_gpt6(), _gpt6(), lambda ids: ids.float()).rollout(torch.tensor([[1]]), 2),
+     ValueError, "reward_model"),
+    (lambda: dpo_loss(*[torch.zeros(2)] * 4, beta=0.0), ValueError, "beta"),
+    (lambda: dpo_loss(torch.zeros(2), torch.zeros(2), torch.zeros(3), torch.zeros(2)), ValueError, "same shape"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_rlhf_reexports_the_ppo_module():
+    import course_llm.ppo as ppo
+    import course_llm.rlhf as rlhf
+    for name in ppo.__all__:
+        assert getattr(rlhf, name) is getattr(ppo, name) and name in rlhf.__all__

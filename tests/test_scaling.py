@@ -69,3 +69,25 @@ def test_compute_formulas():
     # exponent a = beta / (alpha + beta)
     n1, _ = chinchilla_optimal(1e20); n2, _ = chinchilla_optimal(1e22)
     assert np.log(n2 / n1) / np.log(100) == pytest.approx(0.28 / 0.62)
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: training_flops(NAN, 1e9), ValueError, "n_params"),            # NaN used to pass
+    (lambda: training_flops(1e6, [1e9, INF]), ValueError, "n_tokens"),
+    (lambda: training_flops([], 1e9), ValueError, "empty"),
+    (lambda: training_flops("many", 1e9), TypeError, "n_params"),
+    (lambda: fit_power_law([1e6, 1e6, 1e6], [3.0, 2.9, 3.1]), ValueError, "distinct"),   # was LinAlgError
+    (lambda: fit_power_law([1e6, 1e7, NAN], [3.0, 2.5, 2.0]), ValueError, "N"),
+    (lambda: fit_power_law([1e6, 1e7, 1e8], [3.0, 2.5, 2.0], with_offset=1), TypeError, "with_offset"),
+    (lambda: fit_power_law([1e6, 1e7, 1e8], [3.0, 2.5, 2.0]).predict(0.0), ValueError, "N"),
+    (lambda: chinchilla_loss(1e9, 2e10, alpha=NAN), ValueError, "alpha"),
+    (lambda: chinchilla_loss(1e9, 2e10, E=-1.0), ValueError, "E"),
+    (lambda: chinchilla_optimal(1e21, beta=0.0), ValueError, "beta"),       # was a division by zero
+    (lambda: chinchilla_optimal(NAN), ValueError, "C"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

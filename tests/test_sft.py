@@ -170,3 +170,22 @@ def test_collate_pads_right_and_padding_changes_nothing():
         collate_sft([])
     with pytest.raises(ValueError, match="equal length"):
         collate_sft([([1, 2], [1])])
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: sft_labels([1], []), ValueError, "response_ids"),
+    (lambda: sft_labels([1], [-5]), TypeError, "response_ids"),
+    (lambda: sft_labels([1], [2], ignore_index=None), TypeError, "ignore_index"),
+    (lambda: build_sft_example(TOK, CHAT, 0), ValueError, "block_size"),
+    (lambda: truncate_conversation(CHAT, TOK, 64, add_generation_prompt="yes"), TypeError, "add_generation_prompt"),
+    (lambda: truncate_conversation(CHAT, TOK, -1), ValueError, "block_size"),
+    (lambda: sft_loss(torch.zeros(1, 3, 5), torch.full((1, 3), -100)), ValueError, "ignore_index"),   # was NaN
+    (lambda: sft_loss(torch.zeros(1, 3, 5), torch.full((1, 3), 7)), ValueError, "vocabulary"),
+    (lambda: sft_loss(torch.zeros(1, 3, 5), torch.zeros(1, 3)), TypeError, "labels"),
+    (lambda: sft_loss(torch.zeros(3, 5), torch.zeros(1, 3, dtype=torch.long)), ValueError, "logits"),
+    (lambda: collate_sft([([1, 2], [1, 2])], pad_id=-1), ValueError, "pad_id"),
+    (lambda: collate_sft([([1, -2], [1, 2])]), TypeError, "ids"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

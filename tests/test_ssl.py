@@ -104,3 +104,30 @@ def test_clip_model_and_zero_shot():
     loss = model(x, digit_prompts()[:4])
     loss.backward()
     assert model.t.grad is not None
+
+
+def _vit():
+    return ViTConfig(patch_size=4, d_model=16, n_head=2, n_layer=1)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: info_nce(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 3, dtype=torch.long)), TypeError, "z1"),
+    (lambda: info_nce(torch.randn(4, 3), torch.randn(4, 3), temperature=float("inf")), ValueError, "temperature"),
+    (lambda: info_nce(torch.randn(4, 0), torch.randn(4, 0)), ValueError, "embedding dimension"),
+    (lambda: vicreg_loss(torch.randn(4, 3), torch.randn(4, 3), lam=float("nan")), ValueError, "lam"),
+    (lambda: vicreg_loss(torch.randn(4, 3), torch.randn(4, 3), eps=0.0), ValueError, "eps"),
+    (lambda: vicreg_loss(torch.randn(4, 3), torch.randn(4, 3), return_terms="yes"), TypeError, "return_terms"),
+    (lambda: clip_loss(torch.randn(4, 3), torch.randn(4, 3), float("inf")), ValueError, "logit_scale"),
+    (lambda: clip_loss(torch.randn(4, 3), torch.randn(5, 3), 1.0), ValueError, "image_emb"),
+    (lambda: digit_prompts(3), TypeError, "template"),
+    (lambda: CLIP(_vit(), ["a"], d_embed=0), ValueError, "d_embed"),
+    (lambda: CLIP(_vit(), "a b"), ValueError, "vocab"),
+    (lambda: CLIP(_vit(), ["a"]).encode_text([]), TypeError, "texts"),
+    (lambda: CLIP(_vit(), ["a"]).encode_text("a"), TypeError, "texts"),
+    (lambda: CLIP(_vit(), ["a"])(torch.randn(2, 1, 8, 8), ["a"]), ValueError, "pair up"),
+    (lambda: zero_shot_classify(torch.nn.Linear(2, 2), torch.randn(2, 1, 8, 8), ["a", "b"]), TypeError, "model"),
+    (lambda: zero_shot_classify(CLIP(_vit(), ["a"]), torch.randn(2, 1, 8, 8), "ab"), ValueError, "class_prompts"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
