@@ -13,11 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-
-def _check_positive(**sizes):
-    for name, v in sizes.items():
-        if not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+from .core import (check_bool, check_choice, check_float, check_int,
+                             check_positive_int, check_tensor, check_token_ids)
 
 
 def _uniform_init(module: nn.Module, hidden_size: int):
@@ -47,8 +44,10 @@ class FixedWindowLM(nn.Module):
 
     def __init__(self, vocab_size: int, context_size: int, d_embed: int, d_hidden: int):
         super().__init__()
-        _check_positive(vocab_size=vocab_size, context_size=context_size, d_embed=d_embed, d_hidden=d_hidden)
-        self.context_size = context_size
+        vocab_size = check_positive_int("vocab_size", vocab_size)
+        context_size = check_positive_int("context_size", context_size)
+        d_embed, d_hidden = check_positive_int("d_embed", d_embed), check_positive_int("d_hidden", d_hidden)
+        self.vocab_size, self.context_size = vocab_size, context_size
         self.E = nn.Embedding(vocab_size, d_embed)
         self.W = nn.Linear(context_size * d_embed, d_hidden)
         self.U = nn.Linear(d_hidden, vocab_size)
@@ -56,7 +55,8 @@ class FixedWindowLM(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """Logits for the token after each full window of ``x`` (B, T): shape (B, T - n + 1, V)."""
         n = self.context_size
-        if x.dim() != 2 or x.shape[1] < n:
+        check_token_ids("x", x, self.vocab_size, ndim=2)
+        if x.shape[1] < n:
             raise ValueError(f"x must have shape (batch, time >= context_size={n}), got {tuple(x.shape)}")
         e = self.E(x)                                       # (B, T, d)
         windows = e.unfold(1, n, 1)                         # (B, T-n+1, d, n)
@@ -86,9 +86,9 @@ class RNNCell(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity: str = "tanh"):
         super().__init__()
-        _check_positive(input_size=input_size, hidden_size=hidden_size)
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+        input_size = check_positive_int("input_size", input_size)
+        hidden_size = check_positive_int("hidden_size", hidden_size)
+        check_choice("nonlinearity", nonlinearity, ("tanh", "relu"))
         self.input_size, self.hidden_size, self.nonlinearity = input_size, hidden_size, nonlinearity
         self.W_u = nn.Parameter(torch.empty(hidden_size, input_size))
         self.W_h = nn.Parameter(torch.empty(hidden_size, hidden_size))
@@ -101,15 +101,23 @@ class RNNCell(nn.Module):
 
     def input_part(self, u: Tensor) -> Tensor:
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``."""
+        check_tensor("u", u, dtype="float")
+        if u.ndim < 1 or u.shape[-1] != self.input_size:
+            raise ValueError(f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}")
         return u @ self.W_u.T + self.b
 
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
-        """Finish one step given ``pre = input_part(u)``: returns the new hidden state."""
+        """Finish one step given ``pre = input_part(u)``: returns the new hidden state.
+
+        The inner loop of :class:`RNN`: it trusts its inputs (``forward`` checks them).
+        """
         z = pre + h @ self.W_h.T
         return torch.tanh(z) if self.nonlinearity == "tanh" else torch.relu(z)
 
     def forward(self, u: Tensor, h: Tensor) -> Tensor:
-        return self.step(self.input_part(u), h)
+        pre = self.input_part(u)
+        check_tensor("h", h, shape=(*u.shape[:-1], self.hidden_size), dtype="float")
+        return self.step(pre, h)
 
 
 class LSTMCell(nn.Module):
@@ -140,9 +148,9 @@ class LSTMCell(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, proj_size: int = 0):
         super().__init__()
-        _check_positive(input_size=input_size, hidden_size=hidden_size)
-        if not 0 <= proj_size < hidden_size:
-            raise ValueError(f"proj_size must be in [0, hidden_size={hidden_size}), got {proj_size}")
+        input_size = check_positive_int("input_size", input_size)
+        hidden_size = check_positive_int("hidden_size", hidden_size)
+        proj_size = check_int("proj_size", proj_size, min=0, max=hidden_size - 1)
         self.input_size, self.hidden_size, self.proj_size = input_size, hidden_size, proj_size
         out = proj_size or hidden_size
         self.W_u = nn.Parameter(torch.empty(4 * hidden_size, input_size))
@@ -158,10 +166,16 @@ class LSTMCell(nn.Module):
 
     def input_part(self, u: Tensor) -> Tensor:
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``: all four gates at once."""
+        check_tensor("u", u, dtype="float")
+        if u.ndim < 1 or u.shape[-1] != self.input_size:
+            raise ValueError(f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}")
         return u @ self.W_u.T + self.b
 
     def step(self, pre: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        """Finish one step given ``pre = input_part(u)`` and ``state = (h, c)``."""
+        """Finish one step given ``pre = input_part(u)`` and ``state = (h, c)``.
+
+        The inner loop of :class:`LSTM`: it trusts its inputs (``forward`` checks them).
+        """
         h, c = state
         z = pre + h @ self.W_h.T                      # (B, 4n)
         i, f, g, o = z.chunk(4, dim=-1)               # each (B, n)
@@ -172,7 +186,12 @@ class LSTMCell(nn.Module):
         return h, c
 
     def forward(self, u: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        return self.step(self.input_part(u), state)
+        pre = self.input_part(u)
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise TypeError("`state` must be a pair (h, c): an LSTM carries a hidden and a cell state")
+        check_tensor("h", state[0], shape=(*u.shape[:-1], self.state_size), dtype="float")
+        check_tensor("c", state[1], shape=(*u.shape[:-1], self.hidden_size), dtype="float")
+        return self.step(pre, tuple(state))
 
 # %% ../nbs/03_neural_lms.ipynb #ef82db11
 class _Recurrent(nn.Module):
@@ -182,7 +201,10 @@ class _Recurrent(nn.Module):
 
     def __init__(self, input_size, hidden_size, num_layers, bidirectional, make_cell):
         super().__init__()
-        _check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
+        check_positive_int("input_size", input_size)
+        check_positive_int("hidden_size", hidden_size)
+        check_positive_int("num_layers", num_layers)
+        check_bool("bidirectional", bidirectional)
         self.input_size, self.hidden_size = input_size, hidden_size
         self.num_layers, self.bidirectional = num_layers, bidirectional
         self.num_directions = 2 if bidirectional else 1
@@ -213,16 +235,17 @@ class _Recurrent(nn.Module):
         return torch.stack(outs, dim=1), state
 
     def forward(self, x: Tensor, state=None, lengths: Optional[Tensor] = None):
-        if x.dim() != 3 or x.shape[-1] != self.input_size:
-            raise ValueError(f"x must have shape (batch, time, {self.input_size}), got {tuple(x.shape)}")
+        check_tensor("x", x, shape=(None, None, self.input_size), dtype="float")
         B, T, _ = x.shape
         if T == 0:
             raise ValueError("x has 0 time steps: sequences must have length >= 1")
         mask = None
         if lengths is not None:
             lengths = torch.as_tensor(lengths, device=x.device)
-            if lengths.shape != (B,) or lengths.min() < 1 or lengths.max() > T:
-                raise ValueError(f"lengths must be a (batch,) tensor of values in [1, {T}], got {lengths.tolist()}")
+            check_tensor("lengths", lengths, shape=(B,), dtype="int")
+            if lengths.min() < 1 or lengths.max() > T:
+                raise ValueError(f"`lengths` must hold values in [1, {T}] (the padded length), "
+                                 f"got {lengths.tolist()}")
             mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None])[..., None]  # (B, T, 1)
             mask = mask.to(x.dtype)
         init = self._split_state(state, B, x)
@@ -335,6 +358,7 @@ class RNN(_Recurrent):
         n = self.num_layers * self.num_directions
         if h0 is None:
             return [x.new_zeros(B, self.state_size)] * n
+        check_tensor("h0", h0, dtype="float")
         if h0.shape != (n, B, self.state_size):
             raise ValueError(f"h0 must have shape {(n, B, self.state_size)}, got {tuple(h0.shape)}")
         return list(h0.unbind(0))
@@ -379,6 +403,8 @@ class LSTM(_Recurrent):
         n = self.num_layers * self.num_directions
         if state is None:
             return [(x.new_zeros(B, self.state_size), x.new_zeros(B, self.hidden_size))] * n
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise TypeError("`state` must be a pair (h0, c0): an LSTM carries a hidden and a cell state")
         h0, c0 = state
         if h0.shape != (n, B, self.state_size) or c0.shape != (n, B, self.hidden_size):
             raise ValueError(f"(h0, c0) must have shapes {(n, B, self.state_size)} and "
@@ -409,8 +435,13 @@ def hidden_grad_norms(cell: nn.Module, u: Tensor, readout: Optional[Tensor] = No
         >>> norms.shape, bool(norms[-1] > norms[0])
         (torch.Size([10]), True)
     """
-    if u.dim() != 3 or u.shape[1] == 0:
-        raise ValueError(f"u must have shape (batch, length >= 1, input_size), got {tuple(u.shape)}")
+    if not isinstance(cell, (RNNCell, LSTMCell)):
+        raise TypeError(f"`cell` must be an RNNCell or LSTMCell, got {type(cell).__name__}")
+    check_tensor("u", u, shape=(None, None, cell.input_size), dtype="float")
+    if u.shape[1] == 0:
+        raise ValueError(f"`u` must have length >= 1, got shape {tuple(u.shape)}")
+    if readout is not None:
+        check_tensor("readout", readout, shape=(cell.state_size,), dtype="float")
     B, L, _ = u.shape
     h = u.new_zeros(B, cell.state_size)
     state = (h, u.new_zeros(B, cell.hidden_size)) if isinstance(cell, LSTMCell) else h
@@ -435,8 +466,7 @@ def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
         >>> clip_grad_norm([w], 1.0), w.grad
         (tensor(5.), tensor([0.6000, 0.8000]))
     """
-    if not max_norm > 0:
-        raise ValueError(f"max_norm must be > 0, got {max_norm}")
+    max_norm = check_float("max_norm", max_norm, min=0, min_open=True)
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.tensor(0.0)
@@ -472,9 +502,12 @@ class RNNLM(nn.Module):
     def __init__(self, vocab_size: int, d_embed: int, hidden_size: int, num_layers: int = 1,
                  cell: str = "lstm", proj_size: int = 0, dropout: float = 0.0):
         super().__init__()
-        _check_positive(vocab_size=vocab_size, d_embed=d_embed)
-        if cell not in ("lstm", "rnn"):
-            raise ValueError(f"cell must be 'lstm' or 'rnn', got {cell!r}")
+        vocab_size = check_positive_int("vocab_size", vocab_size)
+        d_embed = check_positive_int("d_embed", d_embed)
+        check_choice("cell", cell, ("lstm", "rnn"))
+        dropout = check_float("dropout", dropout, min=0, max=1, max_open=True)
+        if cell == "rnn" and proj_size:
+            raise ValueError("`proj_size` applies to LSTMs only: leave it 0 with cell='rnn'")
         self.vocab_size = vocab_size
         self.E = nn.Embedding(vocab_size, d_embed)
         self.rnn = (LSTM(d_embed, hidden_size, num_layers, proj_size=proj_size) if cell == "lstm"
@@ -484,8 +517,7 @@ class RNNLM(nn.Module):
 
     def forward(self, x: Tensor, state=None):
         """Logits (B, T, V) for the next token at every position of ``x`` (B, T), and the final state."""
-        if x.dim() != 2:
-            raise ValueError(f"x must have shape (batch, time), got {tuple(x.shape)}")
+        check_token_ids("x", x, self.vocab_size, ndim=2)
         out, state = self.rnn(self.drop(self.E(x)), state)       # (B, T, n_out)
         return self.U(self.drop(out)), state
 
@@ -497,6 +529,11 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
         >>> round(lm_loss(torch.zeros(1, 3, 4), torch.tensor([[0, 1, 2]])).item(), 4)   # log 4: uniform over 4 tokens
         1.3863
     """
+    check_tensor("logits", logits, dtype="float")
+    if logits.ndim < 2 or tuple(targets.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(f"`logits` (..., V) and `targets` (...) must agree on the leading dims, "
+                         f"got {tuple(logits.shape)} and {tuple(getattr(targets, 'shape', ()))}")
+    check_token_ids("targets", targets, logits.shape[-1])
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
 
@@ -513,8 +550,14 @@ def stream_nll(model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int =
         >>> round(math.exp(stream_nll(lm, torch.randint(0, 5, (1000,)))), 0) <= 6
         True
     """
-    if ids.dim() != 1 or len(ids) < 2 * n_streams:
-        raise ValueError(f"ids must be 1-D with at least 2 * n_streams = {2 * n_streams} tokens")
+    if not isinstance(model, RNNLM):
+        raise TypeError(f"`model` must be an RNNLM, got {type(model).__name__}")
+    n_streams = check_positive_int("n_streams", n_streams)
+    block_size = check_positive_int("block_size", block_size)
+    check_token_ids("ids", ids, model.vocab_size, ndim=1)
+    if len(ids) < 2 * n_streams:
+        raise ValueError(f"`ids` must hold at least 2 * n_streams = {2 * n_streams} tokens, "
+                         f"got {len(ids)}: lower n_streams")
     model.eval()
     dev = next(model.parameters()).device
     N = len(ids) // n_streams
@@ -539,10 +582,13 @@ def generate(model: RNNLM, prompt: Tensor, max_new_tokens: int, temperature: flo
         >>> out.shape
         torch.Size([5])
     """
-    if prompt.dim() != 1 or len(prompt) == 0:
-        raise ValueError("prompt must be a non-empty 1-D tensor of token ids")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not isinstance(model, RNNLM):
+        raise TypeError(f"`model` must be an RNNLM, got {type(model).__name__}")
+    check_token_ids("prompt", prompt, model.vocab_size, ndim=1)
+    if len(prompt) == 0:
+        raise ValueError("`prompt` is empty: start from at least one token id")
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, min=0)
+    temperature = check_float("temperature", temperature, min=0, min_open=True)
     model.eval()
     dev = next(model.parameters()).device
     logits, state = model(prompt[None].to(dev))
@@ -563,8 +609,11 @@ def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Ten
         (tensor([[5, 6, 7],
                 [8, 0, 0]]), tensor([3, 1]))
     """
-    if len(seqs) == 0:
-        raise ValueError("seqs is empty: pass at least one sequence")
+    padding_idx = check_int("padding_idx", padding_idx, min=0)
+    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+        raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
+    seqs = [check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
+            for i, s in enumerate(seqs)]
     lengths = torch.tensor([len(s) for s in seqs])
     if lengths.min() == 0:
         raise ValueError("a sequence has length 0: drop empty texts before batching")
@@ -598,12 +647,16 @@ class LSTMClassifier(nn.Module):
     def __init__(self, vocab_size: int, d_embed: int, hidden_size: int, pooling: str = "last",
                  padding_idx: int = 0, bidirectional: bool = False, max_len: Optional[int] = None):
         super().__init__()
-        if pooling not in ("last", "mean", "max"):
-            raise ValueError(f"pooling must be 'last', 'mean' or 'max', got {pooling!r}")
-        if not 0 <= padding_idx < vocab_size:
-            raise ValueError(f"padding_idx={padding_idx} is outside the vocabulary [0, {vocab_size}); "
+        vocab_size = check_positive_int("vocab_size", vocab_size)
+        d_embed, hidden_size = check_positive_int("d_embed", d_embed), check_positive_int("hidden_size", hidden_size)
+        check_choice("pooling", pooling, ("last", "mean", "max"))
+        if not isinstance(padding_idx, int) or not 0 <= padding_idx < vocab_size:
+            raise ValueError(f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}); "
                              "use the vocabulary's pad id")
-        self.pooling, self.padding_idx, self.max_len = pooling, padding_idx, max_len
+        check_bool("bidirectional", bidirectional)
+        if max_len is not None:
+            max_len = check_positive_int("max_len", max_len)
+        self.vocab_size, self.pooling, self.padding_idx, self.max_len = vocab_size, pooling, padding_idx, max_len
         self.E = nn.Embedding(vocab_size, d_embed, padding_idx=padding_idx)
         self.rnn = LSTM(d_embed, hidden_size, bidirectional=bidirectional)
         self.head = nn.Linear(self.rnn.num_directions * hidden_size, 1)
@@ -612,6 +665,7 @@ class LSTMClassifier(nn.Module):
         if self.max_len is not None:
             seqs = [s[: self.max_len] for s in seqs]
         x, lengths = pad_batch(seqs, self.padding_idx)
+        check_token_ids("seqs", x, self.vocab_size)
         dev = self.E.weight.device
         x, lengths = x.to(dev), lengths.to(dev)
         out, (h_n, _) = self.rnn(self.E(x), lengths=lengths)           # out: (B, T, D*n), zero at pads
