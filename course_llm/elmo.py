@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .core import check_int, check_positive_int, check_same_shape, check_tensor, check_token_ids
-from .rnn import LSTM, pad_batch
+from .rnn_classifier import pad_batch
+from .rnn_layers import LSTM
 
 # %% ../nbs/04b_elmo.ipynb #d166d5f9
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
