@@ -130,7 +130,7 @@ class RNNLM(nn.Module):
         out, state = self.rnn(self.drop(self.E(x)), state)       # (B, T, n_out)
         return self.U(self.drop(out)), state
 
-
+# %% ../nbs/03_neural_lms.ipynb #8be48afa
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     r"""Mean next-token cross-entropy :math:`\frac{1}{N}\sum_\ell -\log \mathrm{softmax}(h_\ell)_{u_{\ell+1}}`.
 
@@ -145,7 +145,7 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     check_token_ids("targets", targets, logits.shape[-1])
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
-
+# %% ../nbs/03_neural_lms.ipynb #fd77858a
 @torch.no_grad()
 def stream_nll(model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int = 256) -> float:
     """Mean negative log-likelihood (nats/token) of ``ids`` (1-D) under an :class:`RNNLM`.
@@ -180,7 +180,7 @@ def stream_nll(model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int =
         count += y.numel()
     return total / count
 
-
+# %% ../nbs/03_neural_lms.ipynb #e51c3bcf
 @torch.no_grad()
 def generate(model: RNNLM, prompt: Tensor, max_new_tokens: int, temperature: float = 1.0,
              generator: Optional[torch.Generator] = None) -> Tensor:
