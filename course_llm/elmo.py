@@ -11,7 +11,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .rnn import LSTM, pad_batch
+from .core import check_int, check_positive_int, check_same_shape, check_tensor, check_token_ids
+from .rnn_classifier import pad_batch
+from .rnn_layers import LSTM
 
 # %% ../nbs/04b_elmo.ipynb #d166d5f9
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -22,13 +24,19 @@ def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
         tensor([[3, 2, 1],
                 [5, 4, 0]])
     """
+    check_tensor("x", x)
+    if x.ndim < 2:
+        raise ValueError(f"`x` must have shape (batch, time, ...), got {tuple(x.shape)}")
     B, T = x.shape[:2]
+    check_tensor("lengths", lengths, shape=(B,), dtype="int")
+    if B and (lengths.min() < 0 or lengths.max() > T):
+        raise ValueError(f"`lengths` must hold values in [0, {T}] (the padded length), got {lengths.tolist()}")
     t = torch.arange(T, device=x.device)[None, :]                   # (1, T)
     src = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)   # (B, T)
     index = src.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(1, index)
 
-
+# %% ../nbs/04b_elmo.ipynb #0294b0fe
 class ELMo(nn.Module):
     r"""A small ELMo (Peters et al. 2018): a shared token layer, two independent LSTM stacks, a shared softmax.
 
@@ -52,17 +60,19 @@ class ELMo(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int, num_layers: int = 2, padding_idx: int = 0):
         super().__init__()
-        if not 0 <= padding_idx < vocab_size:
-            raise ValueError(f"padding_idx={padding_idx} is outside the vocabulary [0, {vocab_size})")
-        self.num_layers, self.padding_idx = num_layers, padding_idx
+        vocab_size, dim = check_positive_int("vocab_size", vocab_size), check_positive_int("dim", dim)
+        num_layers = check_positive_int("num_layers", num_layers)
+        padding_idx = check_int("padding_idx", padding_idx, min=0, max=vocab_size - 1)
+        self.vocab_size, self.num_layers, self.padding_idx = vocab_size, num_layers, padding_idx
         self.E = nn.Embedding(vocab_size, dim, padding_idx=padding_idx)      # shared input layer
         self.fwd = nn.ModuleList(LSTM(dim, dim) for _ in range(num_layers))
         self.bwd = nn.ModuleList(LSTM(dim, dim) for _ in range(num_layers))
         self.out = nn.Linear(dim, vocab_size)                                 # shared softmax layer
 
     def _stacks(self, x: Tensor, lengths: Optional[Tensor]):
-        if x.dim() != 2 or x.shape[1] == 0:
-            raise ValueError(f"x must have shape (batch, time >= 1), got {tuple(x.shape)}")
+        check_token_ids("x", x, self.vocab_size, ndim=2)
+        if x.shape[1] == 0:
+            raise ValueError(f"`x` must have shape (batch, time >= 1), got {tuple(x.shape)}")
         B, T = x.shape
         if lengths is None:
             lengths = torch.full((B,), T, device=x.device)
@@ -93,6 +103,10 @@ class ELMo(nn.Module):
         ``x`` (B, T) holds unpadded windows of text; position 0 has no left context and position
         T-1 no right context, so each direction predicts T-1 tokens.
         """
+        check_tensor("x", x, ndim=2)
+        if x.shape[1] < 2:
+            raise ValueError(f"`x` must hold windows of at least 2 tokens (each direction predicts "
+                             f"T - 1 of them), got shape {tuple(x.shape)}")
         fwd, bwd, _ = self._stacks(x, None)
         nll_fwd = F.cross_entropy(self.out(fwd[-1][:, :-1]).flatten(0, 1), x[:, 1:].flatten())
         nll_bwd = F.cross_entropy(self.out(bwd[-1][:, 1:]).flatten(0, 1), x[:, :-1].flatten())
@@ -116,6 +130,7 @@ class ScalarMix(nn.Module):
 
     def __init__(self, num_layers: int):
         super().__init__()
+        num_layers = check_positive_int("num_layers", num_layers)
         self.w = nn.Parameter(torch.zeros(num_layers))
         self.gamma = nn.Parameter(torch.ones(()))
 
@@ -124,11 +139,15 @@ class ScalarMix(nn.Module):
         return torch.softmax(self.w, dim=0)
 
     def forward(self, layers) -> Tensor:
-        if len(layers) != len(self.w):
-            raise ValueError(f"expected {len(self.w)} layers, got {len(layers)}")
+        if isinstance(layers, Tensor) or len(layers) != len(self.w):
+            raise ValueError(f"`layers` must be a list of {len(self.w)} tensors (one per mixed "
+                             f"layer), got {len(layers) if not isinstance(layers, Tensor) else 'a tensor'}")
+        for k, h in enumerate(layers):
+            check_tensor(f"layers[{k}]", h, dtype="float")
+            check_same_shape("layers[0]", layers[0], f"layers[{k}]", h)
         return self.gamma * sum(s_k * h for s_k, h in zip(self.s, layers))
 
-
+# %% ../nbs/04b_elmo.ipynb #c5963b02
 @torch.no_grad()
 def elmo_features(elmo: ELMo, seqs: Sequence[Tensor], batch_size: int = 64, max_len: Optional[int] = None) -> Tensor:
     """Mean over the tokens of each layer of a frozen ELMo: (N, K+1, 2d), ready for :class:`MixProbe`.
@@ -140,6 +159,13 @@ def elmo_features(elmo: ELMo, seqs: Sequence[Tensor], batch_size: int = 64, max_
         >>> elmo_features(ELMo(20, 8), [torch.tensor([3, 4]), torch.tensor([5])]).shape
         torch.Size([2, 3, 16])
     """
+    if not isinstance(elmo, ELMo):
+        raise TypeError(f"`elmo` must be an ELMo, got {type(elmo).__name__}")
+    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+        raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
+    batch_size = check_positive_int("batch_size", batch_size)
+    if max_len is not None:
+        max_len = check_positive_int("max_len", max_len)
     elmo.eval()
     dev = elmo.E.weight.device
     out = []
@@ -152,7 +178,7 @@ def elmo_features(elmo: ELMo, seqs: Sequence[Tensor], batch_size: int = 64, max_
         out.append(torch.stack([(h * mask).sum(1) / lengths[:, None] for h in layers], dim=1).cpu())
     return torch.cat(out)
 
-
+# %% ../nbs/04b_elmo.ipynb #d95f98cf
 class MixProbe(nn.Module):
     """A :class:`ScalarMix` over precomputed ELMo layer features, then a logistic-regression head.
 
@@ -163,10 +189,12 @@ class MixProbe(nn.Module):
 
     def __init__(self, num_layers: int, dim: int):
         super().__init__()
+        self.num_layers, self.dim = check_positive_int("num_layers", num_layers), check_positive_int("dim", dim)
         self.mix = ScalarMix(num_layers)
         self.head = nn.Linear(dim, 1)
 
     def forward(self, feats) -> Tensor:
         x = torch.stack(list(feats)) if not isinstance(feats, Tensor) else feats   # (B, K+1, 2d)
+        check_tensor("feats", x, shape=(None, self.num_layers, self.dim), dtype="float")
         x = x.to(self.head.weight.device)
         return self.head(self.mix(list(x.unbind(1))))[:, 0]

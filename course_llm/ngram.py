@@ -8,26 +8,27 @@ import math
 import random
 from collections import Counter, defaultdict
 
+from .core import check_float, check_int
+
 BOS = "<BOS>"
 EOS = "<EOS>"
 
 
-def _check_n(n):
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n (the n-gram order) must be an int >= 1, got {n!r}")
-
-
 def _check_sequences(sequences):
     if isinstance(sequences, str) or not hasattr(sequences, "__iter__"):
-        raise TypeError("sequences must be a list of token sequences (e.g. a list of lists "
+        raise TypeError("`sequences` must be a list of token sequences (e.g. a list of lists "
                         "of str); for one text use [list(text)]")
+    sequences = list(sequences)
+    if not all(hasattr(s, "__iter__") for s in sequences):
+        raise TypeError("`sequences` must be a list of token sequences (e.g. a list of lists "
+                        "of str), not a flat list of tokens: wrap it as [tokens]")
     sequences = [list(s) for s in sequences]
     for s in sequences:
         if BOS in s or EOS in s:
             raise ValueError(f"sequences must not contain {BOS} or {EOS}: they are added here")
     return sequences
 
-
+# %% ../nbs/01_language_models.ipynb #301bed9f
 def count_ngrams(sequences, n: int) -> Counter:
     """Count the n-grams of token sequences, each padded as the language model sees it.
 
@@ -46,7 +47,7 @@ def count_ngrams(sequences, n: int) -> Counter:
         >>> count_ngrams([["a", "b"]], 2) == Counter({("<BOS>", "a"): 1, ("a", "b"): 1, ("b", "<EOS>"): 1})
         True
     """
-    _check_n(n)
+    n = check_int("n", n, min=1)
     sequences = _check_sequences(sequences)
     stream = []
     for s in sequences:
@@ -57,7 +58,7 @@ def count_ngrams(sequences, n: int) -> Counter:
             del grams[g]
     return grams
 
-# %% ../nbs/01_language_models.ipynb #301bed9f
+# %% ../nbs/01_language_models.ipynb #d0eddb9e
 class NGramLM:
     """An n-gram language model estimated by counting, with optional smoothing.
 
@@ -84,12 +85,11 @@ class NGramLM:
     """
 
     def __init__(self, n: int, k: float = 0.0, lambdas=None):
-        _check_n(n)
-        if not isinstance(k, (int, float)) or k < 0 or not math.isfinite(k):
-            raise ValueError(f"k must be a finite number >= 0, got {k!r}")
+        n = check_int("n", n, min=1)
+        k = check_float("k", k, min=0)
         if lambdas is not None:
-            lambdas = tuple(float(l) for l in lambdas)
-            if len(lambdas) != n or min(lambdas) < 0 or abs(sum(lambdas) - 1) > 1e-9:
+            lambdas = tuple(check_float(f"lambdas[{i}]", l, min=0) for i, l in enumerate(lambdas))
+            if len(lambdas) != n or abs(sum(lambdas) - 1) > 1e-9:
                 raise ValueError(f"lambdas must be {n} non-negative weights summing to 1 "
                                  f"(one per order 1..{n}), got {lambdas}")
         self.n, self.k, self.lambdas = n, float(k), lambdas
@@ -174,8 +174,7 @@ class NGramLM:
 
     def sample(self, max_len: int = 200, seed=None) -> list:
         """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens)."""
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        max_len = check_int("max_len", max_len, min=1)
         self._check([], "context")
         rng = random.Random(seed)
         out = []
@@ -187,7 +186,7 @@ class NGramLM:
             out.append(tok)
         return out
 
-
+# %% ../nbs/01_language_models.ipynb #ab3a95cc
 class UniformLM(NGramLM):
     """Shannon's zero-order approximation: every token (and ``<EOS>``) equally likely.
 
@@ -201,13 +200,19 @@ class UniformLM(NGramLM):
 
     def __init__(self, tokens):
         super().__init__(1)
-        self.vocab = sorted(set(tokens) - {BOS, EOS}, key=str) + [EOS]
+        if not hasattr(tokens, "__iter__"):
+            raise TypeError(f"`tokens` must be an iterable of tokens (a str is one token per "
+                            f"character), got {type(tokens).__name__}")
+        tokens = set(tokens) - {BOS, EOS}
+        if not tokens:
+            raise ValueError("`tokens` is empty: the uniform model needs at least one token")
+        self.vocab = sorted(tokens, key=str) + [EOS]
         self._vocab_set = set(self.vocab)
 
     def _prob(self, token, context):
         return 1 / len(self.vocab)
 
-
+# %% ../nbs/01_language_models.ipynb #a1afd640
 def perplexity(model, sequences) -> float:
     """Perplexity of `model` on `sequences`: ``exp`` of the mean negative log-likelihood per token.
 
@@ -222,9 +227,12 @@ def perplexity(model, sequences) -> float:
         >>> round(perplexity(UniformLM("abc"), [["a"], ["b", "c"]]), 9)
         4.0
     """
+    if not callable(getattr(model, "log_prob", None)):
+        raise TypeError(f"`model` must have a log_prob(sequence) method (an NGramLM), got "
+                        f"{type(model).__name__}")
     sequences = _check_sequences(sequences)
-    n_tokens = sum(len(s) + 1 for s in sequences)
     if not sequences:
-        raise ValueError("sequences is empty: perplexity needs at least one sequence")
+        raise ValueError("`sequences` is empty: perplexity needs at least one sequence")
+    n_tokens = sum(len(s) + 1 for s in sequences)
     nll = -sum(model.log_prob(s) for s in sequences)
     return math.exp(nll / n_tokens) if math.isfinite(nll) else math.inf

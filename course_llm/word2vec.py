@@ -14,6 +14,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from .core import (check_choice, check_float, check_int, check_positive_int,
+                             check_tensor, check_token_ids)
+from .optim import fit
+
 # %% ../nbs/04_word_vectors.ipynb #da661a76
 def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
     r"""All (centre, context) pairs :math:`(w_\ell, w_{\ell+k})` with :math:`1 \le |k| \le m` = ``window``.
@@ -23,11 +27,10 @@ def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
         >>> list(zip(c.tolist(), o.tolist()))
         [(7, 8), (8, 9), (8, 7), (9, 8)]
     """
-    ids = torch.as_tensor(ids)
-    if ids.dim() != 1 or len(ids) < 2:
-        raise ValueError(f"ids must be a 1-D tensor with at least 2 tokens, got shape {tuple(ids.shape)}")
-    if not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be a positive int, got {window!r}")
+    ids = check_tensor("ids", torch.as_tensor(ids), ndim=1, dtype="int")
+    if len(ids) < 2:
+        raise ValueError(f"`ids` must hold at least 2 tokens, got {len(ids)}")
+    window = check_positive_int("window", window)
     centres, contexts = [], []
     for k in list(range(1, window + 1)) + list(range(-1, -window - 1, -1)):
         if abs(k) >= len(ids):
@@ -38,7 +41,7 @@ def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
             centres.append(ids[-k:]); contexts.append(ids[:k])
     return torch.cat(centres), torch.cat(contexts)
 
-
+# %% ../nbs/04_word_vectors.ipynb #782527e5
 class SkipGram(nn.Module):
     r"""word2vec's skip-gram model (Mikolov et al. 2013): two vectors per word.
 
@@ -61,23 +64,23 @@ class SkipGram(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
-        for name, v in (("vocab_size", vocab_size), ("dim", dim)):
-            if not isinstance(v, int) or v <= 0:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        vocab_size, dim = check_positive_int("vocab_size", vocab_size), check_positive_int("dim", dim)
         self.vocab_size = vocab_size
         self.V = nn.Embedding(vocab_size, dim)        # centre vectors v_w
         self.U = nn.Embedding(vocab_size, dim)        # context vectors u_w
         nn.init.uniform_(self.V.weight, -0.5 / dim, 0.5 / dim)
         nn.init.zeros_(self.U.weight)                 # word2vec's initialisation
 
-    def _check(self, *ts):
-        for t in ts:
-            if t.numel() and (t.min() < 0 or t.max() >= self.vocab_size):
-                raise ValueError(f"word ids must lie in [0, {self.vocab_size}), got range [{t.min()}, {t.max()}]")
+    def _check_pairs(self, centre: Tensor, context: Tensor):
+        check_token_ids("centre", centre, self.vocab_size, ndim=1)
+        check_token_ids("context", context, self.vocab_size, ndim=1)
+        if centre.shape != context.shape or len(centre) == 0:
+            raise ValueError(f"`centre` and `context` must be non-empty and of equal length (one "
+                             f"pair each), got {len(centre)} and {len(context)}")
 
     def full_softmax_loss(self, centre: Tensor, context: Tensor) -> Tensor:
         r"""Mean of :math:`-\log p_\theta(o \mid c)` over the pairs, with the softmax over the whole vocabulary."""
-        self._check(centre, context)
+        self._check_pairs(centre, context)
         logits = self.V(centre) @ self.U.weight.T                 # (N, n): u_w . v_c for every w
         return F.cross_entropy(logits, context)
 
@@ -86,13 +89,17 @@ class SkipGram(nn.Module):
 
         ``negatives`` (N, K) holds K noise words per pair, drawn from :func:`noise_distribution`.
         """
-        self._check(centre, context, negatives)
+        self._check_pairs(centre, context)
+        check_token_ids("negatives", negatives, self.vocab_size, ndim=2)
+        if negatives.shape[0] != len(centre) or negatives.shape[1] == 0:
+            raise ValueError(f"`negatives` must have shape (N={len(centre)}, K >= 1): K noise "
+                             f"words per pair, got {tuple(negatives.shape)}")
         v = self.V(centre)                                         # (N, d)
         pos = (self.U(context) * v).sum(-1)                        # (N,)
         neg = torch.einsum("nkd,nd->nk", self.U(negatives), v)     # (N, K)
         return (-F.logsigmoid(pos) - F.logsigmoid(-neg).sum(-1)).mean()
 
-
+# %% ../nbs/04_word_vectors.ipynb #34879798
 def noise_distribution(ids: Tensor, vocab_size: int, power: float = 0.75) -> Tensor:
     r"""word2vec's noise distribution: unigram frequencies raised to ``power`` (3/4), renormalised.
 
@@ -100,9 +107,12 @@ def noise_distribution(ids: Tensor, vocab_size: int, power: float = 0.75) -> Ten
         >>> noise_distribution(torch.tensor([0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]), 2, power=0.5)
         tensor([0.2000, 0.8000])
     """
-    counts = torch.bincount(torch.as_tensor(ids), minlength=vocab_size).double()
-    if len(counts) > vocab_size:
-        raise ValueError(f"ids hold values >= vocab_size={vocab_size}")
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    check_token_ids("ids", ids, vocab_size, ndim=1)
+    if len(ids) == 0:
+        raise ValueError("`ids` is empty: the noise distribution needs a corpus to count")
+    power = check_float("power", power, min=0)
+    counts = torch.bincount(ids, minlength=vocab_size).double()
     p = counts ** power
     return (p / p.sum()).float()
 
@@ -110,10 +120,11 @@ def noise_distribution(ids: Tensor, vocab_size: int, power: float = 0.75) -> Ten
 def train_skipgram(model: SkipGram, ids: Tensor, window: int = 2, steps: int = 1000, batch_size: int = 1024,
                    lr: float = 0.01, loss: str = "negative", n_negatives: int = 5,
                    generator: Optional[torch.Generator] = None) -> list[float]:
-    """Train ``model`` on random (centre, context) pairs of ``ids`` with Adam; returns the loss curve.
+    """Train ``model`` on random (centre, context) pairs of ``ids``; returns the loss curve.
 
     ``loss="negative"`` uses negative sampling with ``n_negatives`` noise words per pair;
-    ``loss="full"`` the full softmax.
+    ``loss="full"`` the full softmax. The steps are :func:`course_llm.optim.fit`'s (Adam at a
+    constant `lr`); each step draws ``batch_size`` pairs at random with `generator`.
 
     Example:
         >>> sg = SkipGram(5, 4)
@@ -121,28 +132,29 @@ def train_skipgram(model: SkipGram, ids: Tensor, window: int = 2, steps: int = 1
         >>> len(curve)
         5
     """
-    if loss not in ("negative", "full"):
-        raise ValueError(f"loss must be 'negative' or 'full', got {loss!r}")
+    if not isinstance(model, SkipGram):
+        raise TypeError(f"`model` must be a SkipGram, got {type(model).__name__}")
+    check_choice("loss", loss, ("negative", "full"))
+    check_token_ids("ids", ids, model.vocab_size, ndim=1)
+    steps, batch_size = check_positive_int("steps", steps), check_positive_int("batch_size", batch_size)
+    n_negatives = check_positive_int("n_negatives", n_negatives)
     centre_all, context_all = skipgram_pairs(ids, window)
-    dev = model.V.weight.device
     noise = noise_distribution(ids, model.vocab_size)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    curve = []
-    for _ in range(steps):
+
+    def draw():                                  # a fresh random batch of pairs (and noise words)
         idx = torch.randint(len(centre_all), (batch_size,), generator=generator)
-        c, o = centre_all[idx].to(dev), context_all[idx].to(dev)
         if loss == "full":
-            value = model.full_softmax_loss(c, o)
-        else:
-            neg = torch.multinomial(noise, batch_size * n_negatives, replacement=True, generator=generator)
-            value = model.negative_sampling_loss(c, o, neg.view(batch_size, n_negatives).to(dev))
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        curve.append(value.item())
+            return centre_all[idx], context_all[idx]
+        neg = torch.multinomial(noise, batch_size * n_negatives, replacement=True, generator=generator)
+        return centre_all[idx], context_all[idx], neg.view(batch_size, n_negatives)
+
+    def loss_fn(m, batch):
+        return m.full_softmax_loss(*batch) if loss == "full" else m.negative_sampling_loss(*batch)
+
+    curve = fit(model, draw, loss_fn, steps=steps, lr=lr)
     return curve
 
-
+# %% ../nbs/04_word_vectors.ipynb #b7174709
 def nearest_neighbours(vectors: Tensor, query: int, k: int = 5) -> list[tuple[int, float]]:
     """The ``k`` rows of ``vectors`` with the highest cosine similarity to row ``query`` (itself excluded).
 
@@ -151,12 +163,15 @@ def nearest_neighbours(vectors: Tensor, query: int, k: int = 5) -> list[tuple[in
         >>> [i for i, _ in nearest_neighbours(vecs, 0, k=2)]
         [1, 2]
     """
-    if not 0 <= query < len(vectors):
-        raise ValueError(f"query must be a row index in [0, {len(vectors)}), got {query}")
+    check_tensor("vectors", vectors, ndim=2, dtype="float")
+    if len(vectors) < 2:
+        raise ValueError(f"`vectors` must hold at least 2 rows, got {len(vectors)}")
+    query = check_int("query", query, min=0, max=len(vectors) - 1)
+    k = check_int("k", k, min=1, max=len(vectors) - 1)
     unit = F.normalize(vectors.detach().float(), dim=-1)
     sims = unit @ unit[query]
     sims[query] = -float("inf")
-    top = sims.topk(min(k, len(vectors) - 1))
+    top = sims.topk(k)
     return list(zip(top.indices.tolist(), top.values.tolist()))
 
 # %% ../nbs/04_word_vectors.ipynb #45374ca8
@@ -173,13 +188,15 @@ class LinearProbe(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
+        self.dim = check_positive_int("dim", dim)
         self.head = nn.Linear(dim, 1)
 
     def forward(self, feats) -> Tensor:
         x = torch.stack(list(feats)) if not isinstance(feats, Tensor) else feats
+        check_tensor("feats", x, shape=(None, self.dim), dtype="float")
         return self.head(x.to(self.head.weight.device))[:, 0]
 
-
+# %% ../nbs/04_word_vectors.ipynb #035eda13
 def mean_vectors(vectors: Tensor, seqs: Sequence[Tensor]) -> Tensor:
     """Each sequence of word ids as the mean of its word vectors: (N, d) features for a probe.
 
@@ -187,6 +204,11 @@ def mean_vectors(vectors: Tensor, seqs: Sequence[Tensor]) -> Tensor:
         >>> mean_vectors(torch.tensor([[0.0, 2.0], [4.0, 0.0]]), [torch.tensor([0, 1])])
         tensor([[2., 1.]])
     """
-    if any(len(s) == 0 for s in seqs):
-        raise ValueError("a sequence has length 0: drop empty texts first")
+    check_tensor("vectors", vectors, ndim=2, dtype="float")
+    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+        raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
+    for i, s in enumerate(seqs):
+        check_token_ids(f"seqs[{i}]", s, len(vectors), ndim=1)
+        if len(s) == 0:
+            raise ValueError(f"`seqs[{i}]` has length 0: drop empty texts first")
     return torch.stack([vectors[s].mean(0) for s in seqs]).detach()

@@ -94,3 +94,43 @@ def test_reverse_padded_and_errors():
         ELMo(10, 4, padding_idx=10)
     with pytest.raises(ValueError, match="time >= 1"):
         ELMo(10, 4).layers(torch.zeros(1, 0, dtype=torch.long))
+
+
+def test_reverse_padded_equals_flipping_each_row():
+    x = torch.randn(4, 6, 3)
+    lengths = torch.tensor([6, 0, 3, 1])
+    brute = torch.stack([torch.cat([row[:n].flip(0), row[n:]]) for row, n in zip(x, lengths.tolist())])
+    assert torch.equal(reverse_padded(x, lengths), brute)
+
+
+_E = ELMo(10, 4)
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: reverse_padded(torch.zeros(2, 3), torch.tensor([-1, 2])), ValueError, "lengths"),
+    (lambda: reverse_padded(torch.zeros(2, 3), torch.tensor([4, 2])), ValueError, "lengths"),
+    (lambda: reverse_padded(torch.zeros(2, 3), torch.tensor([3])), ValueError, "lengths"),
+    (lambda: reverse_padded(torch.zeros(2, 3), torch.tensor([3.0, 1.0])), TypeError, "lengths"),
+    (lambda: reverse_padded(torch.zeros(3), torch.tensor([3])), ValueError, "`x`"),
+    (lambda: ELMo(10, 0), ValueError, "dim"),
+    (lambda: ELMo(10, 4, num_layers=0), ValueError, "num_layers"),
+    (lambda: ELMo(10, 4, padding_idx=-1), ValueError, "padding_idx"),
+    (lambda: _E.layers(torch.tensor([[12]])), ValueError, "vocabulary"),
+    (lambda: _E.layers(torch.tensor([[-1]])), ValueError, "vocabulary"),
+    (lambda: _E.layers(torch.zeros(1, 3)), TypeError, "int dtype"),
+    (lambda: _E.loss(torch.tensor([[1]])), ValueError, "at least 2"),
+    (lambda: _E.layers(torch.tensor([[1, 2]]), torch.tensor([3])), ValueError, "lengths"),
+    (lambda: ScalarMix(0), ValueError, "num_layers"),
+    (lambda: ScalarMix(1.5), TypeError, "num_layers"),
+    (lambda: ScalarMix(2)([torch.ones(3), torch.ones(4)]), ValueError, "same shape"),
+    (lambda: ScalarMix(2)(torch.ones(2, 3)), ValueError, "list"),
+    (lambda: elmo_features(_E, []), ValueError, "non-empty"),
+    (lambda: elmo_features(_E, [torch.tensor([1])], batch_size=0), ValueError, "batch_size"),
+    (lambda: elmo_features(_E, [torch.tensor([1])], max_len=0), ValueError, "max_len"),
+    (lambda: elmo_features(torch.nn.Linear(2, 2), [torch.tensor([1])]), TypeError, "ELMo"),
+    (lambda: MixProbe(0, 3), ValueError, "num_layers"),
+    (lambda: MixProbe(3, 4)(torch.zeros(2, 2, 4)), ValueError, "feats"),
+])
+def test_bad_input_is_named(make, error, match):
+    with pytest.raises(error, match=match):
+        make()

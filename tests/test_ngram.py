@@ -104,7 +104,12 @@ def test_sampling_is_reproducible_and_in_vocabulary():
     assert a == b and set(a) <= set(lm.vocab) - {EOS}
 
 
-@pytest.mark.parametrize("make", [lambda: NGramLM(0), lambda: NGramLM(2.5), lambda: NGramLM(2, k=-1),
+@pytest.mark.parametrize("make", [lambda: NGramLM(0), lambda: NGramLM(2, k=-1),
+                                  lambda: NGramLM(2, k=float("nan")), lambda: NGramLM(2, k=float("inf")),
+                                  lambda: NGramLM(2, lambdas=(float("nan"), 1.0)),
+                                  lambda: NGramLM(2, lambdas=(-0.5, 1.5)),
+                                  lambda: NGramLM(1).fit([["a"]]).sample(0),
+                                  lambda: UniformLM([]), lambda: perplexity(UniformLM("ab"), []),
                                   lambda: NGramLM(2, lambdas=(0.5, 0.6)), lambda: NGramLM(2).fit([]),
                                   lambda: NGramLM(2).fit([[], []]), lambda: count_ngrams([["a"]], 0),
                                   lambda: NGramLM(2).fit([["a"]]).prob("z", ["a"]),
@@ -119,3 +124,18 @@ def test_bad_input_raises_value_error(make):
 def test_text_instead_of_sequences_is_a_type_error():
     with pytest.raises(TypeError, match="list of token sequences"):
         NGramLM(2).fit("just a string")
+
+
+@pytest.mark.parametrize("make", [lambda: NGramLM(2.5), lambda: NGramLM(True), lambda: NGramLM("2"),
+                                  lambda: NGramLM(2, k=True), lambda: NGramLM(2, k="1"),
+                                  lambda: count_ngrams([["a"]], 2.0),
+                                  lambda: NGramLM(1).fit([["a"]]).sample(True),
+                                  lambda: count_ngrams(["a", 1], 2), lambda: UniformLM(5),
+                                  lambda: perplexity(None, [["a"]])])
+def test_wrong_types_raise_type_error(make):
+    with pytest.raises(TypeError):
+        make()
+
+
+def test_generator_of_sequences_is_read_once():
+    assert count_ngrams((list(w) for w in ["ab", "b"]), 1) == count_ngrams([["a", "b"], ["b"]], 1)

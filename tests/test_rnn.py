@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch
 
-from course_llm.rnn import (LSTM, RNN, FixedWindowLM, LSTMCell, LSTMClassifier, RNNCell, RNNLM,
+from course_llm.rnn import (LSTM, RNN, FixedWindowLM, LSTMCell, LSTMClassifier, RNNCell, RNNLM, generate,
                             clip_grad_norm, hidden_grad_norms, lm_loss, pad_batch, stream_nll)
 
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections")
@@ -199,3 +199,71 @@ def test_bad_inputs():
         LSTMClassifier(10, 4, 6, padding_idx=10)
     with pytest.raises(ValueError, match="proj_size"):
         LSTMCell(3, 4, proj_size=4)
+
+
+_LM = RNNLM(5, 4, 8)
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: FixedWindowLM(10, 3, 4, 8)(torch.zeros(2, 5)), TypeError, "int dtype"),
+    (lambda: FixedWindowLM(10, 3, 4, 8)(torch.full((2, 5), 10)), ValueError, "vocabulary"),
+    (lambda: FixedWindowLM(10, 0, 4, 8), ValueError, "context_size"),
+    (lambda: RNNCell(3, 4)(torch.zeros(2, 5), torch.zeros(2, 4)), ValueError, "input_size"),
+    (lambda: RNNCell(3, 4)(torch.zeros(2, 3), torch.zeros(2, 5)), ValueError, "`h`"),
+    (lambda: RNNCell(3, 4, "sigmoid"), ValueError, "nonlinearity"),
+    (lambda: RNNCell(True, 4), TypeError, "input_size"),
+    (lambda: RNNCell(3, 0), ValueError, "hidden_size"),
+    (lambda: LSTMCell(3, 4)(torch.zeros(2, 3), torch.zeros(2, 4)), TypeError, "pair"),
+    (lambda: LSTMCell(3, 4)(torch.zeros(2, 3), (torch.zeros(2, 4), torch.zeros(2, 3))), ValueError, "`c`"),
+    (lambda: LSTMCell(3, 4, proj_size=-1), ValueError, "proj_size"),
+    (lambda: LSTMCell(3, 4, proj_size=1.5), TypeError, "proj_size"),
+    (lambda: RNN(3, 4, num_layers=0), ValueError, "num_layers"),
+    (lambda: RNN(3, 4, bidirectional="yes"), TypeError, "bidirectional"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 3, dtype=torch.long)), TypeError, "float"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 4)), ValueError, "`x`"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 3), lengths=torch.tensor([2.5, 3.0])), TypeError, "lengths"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 3), lengths=torch.tensor([2, 6])), ValueError, "lengths"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 3), lengths=torch.tensor([2])), ValueError, "lengths"),
+    (lambda: RNN(3, 4)(torch.zeros(2, 5, 3), torch.zeros(1, 2, 5)), ValueError, "h0"),
+    (lambda: LSTM(3, 4)(torch.zeros(2, 5, 3), torch.zeros(1, 2, 4)), TypeError, "pair"),
+    (lambda: hidden_grad_norms(RNNCell(2, 3), torch.zeros(1, 3, 5)), ValueError, "`u`"),
+    (lambda: hidden_grad_norms(RNNCell(2, 3), torch.zeros(1, 0, 2)), ValueError, "length"),
+    (lambda: hidden_grad_norms(RNNCell(2, 3), torch.zeros(1, 3, 2), torch.ones(5)), ValueError, "readout"),
+    (lambda: hidden_grad_norms(torch.nn.Linear(2, 3), torch.zeros(1, 3, 2)), TypeError, "cell"),
+    (lambda: clip_grad_norm([torch.nn.Parameter(torch.zeros(2))], float("nan")), ValueError, "max_norm"),
+    (lambda: clip_grad_norm([torch.nn.Parameter(torch.zeros(2))], float("inf")), ValueError, "max_norm"),
+    (lambda: clip_grad_norm([torch.nn.Parameter(torch.zeros(2))], "1"), TypeError, "max_norm"),
+    (lambda: _LM(torch.tensor([[5]])), ValueError, "vocabulary"),
+    (lambda: _LM(torch.tensor([[-1]])), ValueError, "vocabulary"),
+    (lambda: _LM(torch.zeros(1, 3)), TypeError, "int dtype"),
+    (lambda: _LM(torch.tensor([1, 2])), ValueError, "dimensions"),
+    (lambda: RNNLM(5, 4, 8, dropout=float("nan")), ValueError, "dropout"),
+    (lambda: RNNLM(5, 4, 8, dropout=1.0), ValueError, "dropout"),
+    (lambda: RNNLM(5, 4, 8, cell="gru"), ValueError, "cell"),
+    (lambda: RNNLM(5, 4, 8, cell="rnn", proj_size=2), ValueError, "proj_size"),
+    (lambda: RNNLM(0, 4, 8), ValueError, "vocab_size"),
+    (lambda: lm_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2, dtype=torch.long)), ValueError, "leading"),
+    (lambda: lm_loss(torch.zeros(1, 3, 4), torch.full((1, 3), 4)), ValueError, "vocabulary"),
+    (lambda: lm_loss(torch.zeros(1, 3, 4), torch.zeros(1, 3)), TypeError, "targets"),
+    (lambda: stream_nll(_LM, torch.randint(0, 5, (100,)), n_streams=0), ValueError, "n_streams"),
+    (lambda: stream_nll(_LM, torch.randint(0, 5, (100,)), block_size=0), ValueError, "block_size"),
+    (lambda: stream_nll(_LM, torch.randint(5, 9, (100,)), n_streams=2), ValueError, "vocabulary"),
+    (lambda: stream_nll(_LM, torch.randint(0, 5, (10,)), n_streams=8), ValueError, "n_streams"),
+    (lambda: stream_nll(torch.nn.Linear(2, 2), torch.randint(0, 5, (100,))), TypeError, "RNNLM"),
+    (lambda: generate(_LM, torch.tensor([1]), 3, temperature=float("nan")), ValueError, "temperature"),
+    (lambda: generate(_LM, torch.tensor([1]), 3, temperature=0), ValueError, "temperature"),
+    (lambda: generate(_LM, torch.tensor([1]), -1), ValueError, "max_new_tokens"),
+    (lambda: generate(_LM, torch.tensor([7]), 2), ValueError, "vocabulary"),
+    (lambda: generate(_LM, torch.tensor([], dtype=torch.long), 2), ValueError, "empty"),
+    (lambda: pad_batch([torch.tensor([1])], padding_idx=-1), ValueError, "padding_idx"),
+    (lambda: pad_batch([torch.tensor([[1, 2]])]), ValueError, "seqs\\[0\\]"),
+    (lambda: pad_batch([torch.tensor([1.5])]), TypeError, "seqs\\[0\\]"),
+    (lambda: pad_batch([]), ValueError, "non-empty"),
+    (lambda: LSTMClassifier(10, 4, 6, max_len=0), ValueError, "max_len"),
+    (lambda: LSTMClassifier(10, 4, 6, pooling="sum"), ValueError, "pooling"),
+    (lambda: LSTMClassifier(10, 4, 6)([torch.tensor([12])]), ValueError, "vocabulary"),
+    (lambda: LSTMClassifier(0, 4, 6), ValueError, "vocab_size"),
+])
+def test_bad_input_is_named(make, error, match):
+    with pytest.raises(error, match=match):
+        make()

@@ -99,9 +99,72 @@ def test_errors():
         skipgram_pairs(torch.tensor([1, 2, 3]), 0)
     with pytest.raises(ValueError, match="at least 2"):
         skipgram_pairs(torch.tensor([1]), 1)
-    with pytest.raises(ValueError, match="word ids"):
+    with pytest.raises(ValueError, match="vocabulary"):
         SkipGram(4, 2).full_softmax_loss(torch.tensor([4]), torch.tensor([0]))
     with pytest.raises(ValueError, match="query"):
         nearest_neighbours(torch.zeros(3, 2), 3)
     with pytest.raises(ValueError, match="loss"):
         train_skipgram(SkipGram(4, 2), torch.tensor([0, 1, 2]), loss="hierarchical")
+
+
+@pytest.mark.parametrize("loss", ["negative", "full"])
+def test_train_skipgram_equals_a_plain_adam_loop(loss):
+    """fit (AdamW, weight_decay=0) must take the same steps as torch.optim.Adam on the same draws."""
+    ids = torch.randint(0, 7, (60,), generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0); ours = SkipGram(7, 3)
+    torch.manual_seed(0); ref = SkipGram(7, 3)
+    curve = train_skipgram(ours, ids, window=2, steps=12, batch_size=16, lr=0.05, loss=loss,
+                           n_negatives=3, generator=torch.Generator().manual_seed(5))
+    c_all, o_all = skipgram_pairs(ids, 2)
+    noise = torch.bincount(ids, minlength=7).double() ** 0.75
+    noise = (noise / noise.sum()).float()
+    g, opt, ref_curve = torch.Generator().manual_seed(5), torch.optim.Adam(ref.parameters(), lr=0.05), []
+    for _ in range(12):
+        idx = torch.randint(len(c_all), (16,), generator=g)
+        if loss == "full":
+            value = ref.full_softmax_loss(c_all[idx], o_all[idx])
+        else:
+            neg = torch.multinomial(noise, 48, replacement=True, generator=g).view(16, 3)
+            value = ref.negative_sampling_loss(c_all[idx], o_all[idx], neg)
+        opt.zero_grad(); value.backward(); opt.step(); ref_curve.append(value.item())
+    assert max(abs(a - b) for a, b in zip(curve, ref_curve)) < 1e-5
+    assert torch.allclose(ours.V.weight, ref.V.weight, atol=1e-5)
+
+
+_SG = SkipGram(4, 2)
+_I = torch.tensor
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: skipgram_pairs(torch.tensor([1.0, 2.0]), 1), TypeError, "ids"),
+    (lambda: skipgram_pairs(torch.tensor([1, 2]), 1.5), TypeError, "window"),
+    (lambda: SkipGram(4, 0), ValueError, "dim"),
+    (lambda: SkipGram(True, 2), TypeError, "vocab_size"),
+    (lambda: _SG.full_softmax_loss(_I([1.0]), _I([0])), TypeError, "centre"),
+    (lambda: _SG.full_softmax_loss(_I([1, 2]), _I([0])), ValueError, "equal length"),
+    (lambda: _SG.full_softmax_loss(_I([-1]), _I([0])), ValueError, "vocabulary"),
+    (lambda: _SG.negative_sampling_loss(_I([1, 2]), _I([0, 1]), _I([[0], [1], [2]])), ValueError, "negatives"),
+    (lambda: _SG.negative_sampling_loss(_I([1]), _I([0]), _I([[4]])), ValueError, "vocabulary"),
+    (lambda: _SG.negative_sampling_loss(_I([1]), _I([0]), _I([1])), ValueError, "dimensions"),
+    (lambda: noise_distribution(_I([-1, 2]), 4), ValueError, "vocabulary"),
+    (lambda: noise_distribution(_I([1, 2]), 4, power=float("nan")), ValueError, "power"),
+    (lambda: noise_distribution(_I([], dtype=torch.long), 4), ValueError, "empty"),
+    (lambda: noise_distribution(_I([1, 2]), 0), ValueError, "vocab_size"),
+    (lambda: train_skipgram(SkipGram(5, 2), _I([0, 1, 2, 3]), steps=0), ValueError, "steps"),
+    (lambda: train_skipgram(SkipGram(5, 2), _I([0, 1, 2, 3]), batch_size=0), ValueError, "batch_size"),
+    (lambda: train_skipgram(SkipGram(5, 2), _I([0, 1, 2, 3]), n_negatives=0), ValueError, "n_negatives"),
+    (lambda: train_skipgram(SkipGram(5, 2), _I([0, 1, 2, 3]), lr=float("inf")), ValueError, "lr"),
+    (lambda: train_skipgram(SkipGram(3, 2), _I([0, 1, 2, 3])), ValueError, "vocabulary"),
+    (lambda: train_skipgram(torch.nn.Linear(2, 2), _I([0, 1])), TypeError, "SkipGram"),
+    (lambda: nearest_neighbours(torch.zeros(3, 2), 0, k=0), ValueError, "`k`"),
+    (lambda: nearest_neighbours(torch.zeros(3, 2), 0, k=3), ValueError, "`k`"),
+    (lambda: nearest_neighbours(torch.zeros(3, 2), -1), ValueError, "query"),
+    (lambda: nearest_neighbours(torch.zeros(3), 0), ValueError, "vectors"),
+    (lambda: LinearProbe(0), ValueError, "dim"),
+    (lambda: LinearProbe(3)(torch.zeros(2, 4)), ValueError, "feats"),
+    (lambda: mean_vectors(torch.zeros(3, 2), [_I([5])]), ValueError, "vocabulary"),
+    (lambda: mean_vectors(torch.zeros(3, 2), []), ValueError, "non-empty"),
+])
+def test_bad_input_is_named(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
