@@ -16,7 +16,8 @@ __all__ = ['lstm_exercise', 'clip_exercise', 'returns_two_states', 'cell_state',
 # %% ../../../nbs/grading/checks/ch03.ipynb #c3b0c721
 lstm_exercise = register(Exercise(
     "03_lstm_cell", ["lstm_cell"], title="One step of an LSTM cell from its equations",
-    forbidden=("course_llm.rnn.LSTMCell", "course_llm.rnn.LSTM")))
+    forbidden=("course_llm.rnn.LSTMCell", "course_llm.rnn.LSTM",
+               "course_llm.rnn_cells.LSTMCell", "course_llm.rnn_layers.LSTM")))
 
 
 def _lstm_case(rng, bias_shift=None):
