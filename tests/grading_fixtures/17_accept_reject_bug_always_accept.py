@@ -1,0 +1,13 @@
+# Planted bug: the reference solution of 17_accept_reject that keeps every drafted token.
+# course-llm exercise: 17_accept_reject
+# expect-fail: accept_rule
+import torch
+
+
+def accept(p, q, x, u):
+    return True                                            # BUG: greedy-style acceptance
+
+
+def residual(p, q):
+    r = (p - q).clamp(min=0)
+    return r / r.sum()
