@@ -559,7 +559,7 @@ def test_attack_malformed_notebooks_are_rows_in_a_folder_and_rc2_alone(bad, tmp_
 def test_attack_control_characters_are_escaped_everywhere(tmp_path, capsys):
     folder = tmp_path / "class"
     _submission(folder, "ok_01_ngram_counts.py", "")
-    _submission(folder, "evil\n01_ngram_counts 11/11 -\x1b[2J.py",
+    _submission(folder, "evil\n01_ngram_counts  11\x1b[2J.py",
                 "\ndef count_ngrams(sequences, n):\n    raise ValueError('\\x1b[31mred\\nfake row 11/11')\n",
                 reference=False)
     out, sheet, gs = tmp_path / "g.json", tmp_path / "g.csv", tmp_path / "gs.json"
@@ -583,10 +583,8 @@ def count_ngrams(sequences, n):
     try:
         for _ in range(100):
             os.write(2, b"y" * 2**20)
-    except OSError:
-        pass
-    os.write(2, b"\\nlast words\\n")
-    os._exit(1)
+    finally:
+        os._exit(1)
 """, reference=False)
     report = _grade(path, mode)
     message = report.results[0].message

@@ -212,16 +212,16 @@ class WorkerBackend:
             limit_resources(limits)
 
         try:
-            self.proc = subprocess.Popen(
-                command + [str(child_r), str(child_w)], pass_fds=(child_r, child_w, info_w),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                cwd=self.workdir / "submission", env=_worker_env(str(self.workdir)),
-                start_new_session=True, preexec_fn=before_exec)
+            with _LIVE_LOCK:    # registered before any `close` can look for orphans
+                self.proc = subprocess.Popen(
+                    command + [str(child_r), str(child_w)], pass_fds=(child_r, child_w, info_w),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
+                    cwd=self.workdir / "submission", env=_worker_env(str(self.workdir)),
+                    start_new_session=True, preexec_fn=before_exec)
+                _LIVE.add(self.proc.pid)
         finally:
             for fd in (child_r, child_w, info_w):
                 os.close(fd)
-        with _LIVE_LOCK:
-            _LIVE.add(self.proc.pid)
         # bwrap writes a JSON object holding "child-pid" before it starts the worker, possibly in
         # several writes; the pipe stays open until the worker is closed (bwrap dies of SIGPIPE if not)
         text, self.info_fd = b"", info_r
@@ -339,9 +339,8 @@ class WorkerBackend:
             self.group.kill_all()
             with _LIVE_LOCK:
                 _LIVE.discard(self.proc.pid)
-                live = set(_LIVE)
-            if self.mode == "rlimits":
-                reap_orphans(live)
+                if self.mode == "rlimits" or any(_SUBREAPER):   # orphans adopted by this process
+                    reap_orphans(set(_LIVE))
             for conn in (self.conn_in, self.conn_out):
                 conn.close()
             os.close(self.info_fd)
