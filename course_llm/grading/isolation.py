@@ -151,9 +151,13 @@ def package_view(forbidden: tuple) -> Path:
             module_name, _, attr = dotted.rpartition(".")
             if not module_name.startswith("course_llm"):
                 continue
-            obj = getattr(importlib.import_module(module_name), attr)
-            path = Path(inspect.getsourcefile(obj)).resolve()
-            targets.setdefault(path, set()).add(obj.__name__)
+            obj = inspect.unwrap(getattr(importlib.import_module(module_name), attr))
+            try:
+                path = Path(inspect.getsourcefile(obj)).resolve()
+            except TypeError:
+                continue
+            if package in path.parents:
+                targets.setdefault(path, set()).add(obj.__name__)
         for path, names in targets.items():
             copy = root / "course_llm" / path.relative_to(package)
             message = (f"{', '.join(sorted(names))}: the reference implementation is not available "
