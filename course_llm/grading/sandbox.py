@@ -50,8 +50,8 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     fake row. Tabs are kept, newlines only with `keep_newlines`.
 
     Example:
-        >>> printable("ok\x1b[2J\nfake row")
-        'ok\\x1b[2J\\nfake row'
+        >>> printable("ok\\x1b[2J\\nfake row")
+        'ok\\\\x1b[2J\\\\nfake row'
     """
     text = str(text)
     pattern = _CONTROL if keep_newlines else re.compile(_CONTROL.pattern[:-1] + "\n]")
