@@ -43,11 +43,15 @@ test: install browser-deps sync-check
 	$(MAKE) book
 	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
 
-# Debian's chromium for the rendered-book check (installed when missing and we are root).
+# Debian's chromium for the rendered-book check, and bubblewrap for the grader's sandbox
+# (installed when missing and we are root).
 browser-deps:
 	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "The browser check needs chromium: sudo apt-get install chromium"; fi; }
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "The grader's sandbox needs bubblewrap: sudo apt-get install bubblewrap"; fi; }
 
 sync-check: install
 	bash .ci/sync_check.sh

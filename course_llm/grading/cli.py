@@ -13,8 +13,12 @@ import re
 import sys
 from pathlib import Path
 
-from .core import GradingError, exercises
-from .runner import grade_path, reports_to_json, summary_table
+from ..core import write_atomic
+from .core import CheckResult, GradingError, Report, exercises, get_exercise
+from .formats import gradebook_csv, gradescope_results, reports_to_json, summary_table
+from .isolation import Limits
+from .runner import grade_path
+from .autograder import build_autograder
 
 # %% auto #0
 __all__ = ['strip_solutions', 'make_student_notebook', 'notebook_text', 'make_student', 'main']
@@ -142,12 +146,38 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--jobs", type=int, default=1, help="submissions graded at once (folder mode)")
     g.add_argument("--max-output", type=int, default=100_000, help="characters a call may print")
     g.add_argument("--quiet", action="store_true", help="folder mode: only the summary")
+    g.add_argument("--csv", metavar="FILE", help="also write a gradebook: one row per student, one column "
+                   "per exercise, and the total")
+    g.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
+    g.add_argument("--require", metavar="EXERCISE", action="append", default=[],
+                   help="an exercise that must be present (a missing one scores 0 with a note); repeatable")
+    g.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits"), default="auto",
+                   help="isolation of the workers: bubblewrap when installed (auto), or limits only")
+    g.add_argument("--memory", type=int, default=Limits.memory_mb, help="MiB of address space per worker")
+    g.add_argument("--max-file", type=int, default=Limits.file_mb, help="MiB a worker may write to one file")
+    a = sub.add_parser("gradescope-autograder", help="build the zip that Gradescope's autograder runs")
+    a.add_argument("exercises", nargs="+", metavar="EXERCISE", help="exercise names")
+    a.add_argument("-o", "--output", default="autograder.zip", help="the zip to write (default autograder.zip)")
+    a.add_argument("--timeout", type=float, default=5.0, help="seconds per check (default 5)")
+    a.add_argument("--total-timeout", type=float, default=60.0, help="seconds per submission (default 60)")
     m = sub.add_parser("make-student", help="generate exercises/NAME.ipynb from exercises/solutions/")
     m.add_argument("--check", action="store_true", help="only compare; exit 1 if any would change")
     m.add_argument("--solutions", default="exercises/solutions", help="reference notebooks")
     m.add_argument("--out", default="exercises", help="where the student notebooks go")
     sub.add_parser("list", help="list the known exercises")
     return parser
+
+
+def _missing(reports: list, required: list) -> list:
+    """A zero-score report for each exercise in `required` that no report is about."""
+    seen, out = {r.exercise for r in reports}, []
+    for name in dict.fromkeys(required):
+        if name not in seen:
+            ex = get_exercise(name)
+            results = [CheckResult(c.name, 0, c.points, False, "no submission of this exercise was found", "",
+                                   c.visibility) for c in ex.checks]
+            out.append(Report(name, "(missing)", results, 0, [f"no submission of {name} was found"]))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,17 +201,35 @@ def main(argv: list[str] | None = None) -> int:
                 print("run 'course-llm make-student' and commit the result", file=sys.stderr)
                 return 1
             return 0
+        if args.command == "gradescope-autograder":
+            if args.timeout <= 0 or args.total_timeout <= 0:
+                raise GradingError("--timeout and --total-timeout must be positive")
+            print(f"wrote {build_autograder(args.exercises, args.output, args.timeout, args.total_timeout)}")
+            return 0
         if args.timeout <= 0 or args.total_timeout <= 0 or args.jobs < 1:
             raise GradingError("--timeout and --total-timeout must be positive and --jobs at least 1")
+        if args.memory < 256 or args.max_file < 1:
+            raise GradingError("--memory must be at least 256 (MiB) and --max-file at least 1 (MiB)")
+        for name in args.require:
+            get_exercise(name)
+        limits = Limits(memory_mb=args.memory, file_mb=args.max_file)
         reports = grade_path(args.path, args.exercise, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
-                             total_timeout=args.total_timeout, max_output=args.max_output)
+                             total_timeout=args.total_timeout, max_output=args.max_output, limits=limits,
+                             sandbox=args.sandbox)
+        reports += _missing(reports, args.require)
         folder = Path(args.path).is_dir()
         if not (folder and args.quiet):
             print("\n\n".join(r.table() for r in reports if r.results or not folder))
         if folder:
             print("\n" + summary_table(reports))
+        # every worker and everything it started is gone by now: grade_path closed them all
         if args.json:
-            Path(args.json).write_text(json.dumps(reports_to_json(reports, folder), indent=2) + "\n")
+            write_atomic(args.json, json.dumps(reports_to_json(reports, folder), indent=2) + "\n")
+        if args.csv:
+            root = args.path if folder else str(Path(args.path).parent)
+            write_atomic(args.csv, gradebook_csv(reports, root))
+        if args.gradescope:
+            write_atomic(args.gradescope, json.dumps(gradescope_results(reports), indent=2) + "\n")
         return 0
     except GradingError as error:
         print(f"course-llm: error: {error}", file=sys.stderr)

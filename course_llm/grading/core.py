@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .sandbox import decode_result, forbid, guarded_call, short
+from .sandbox import decode_result, forbid, guarded_call, printable, short
 
 # %% auto #0
-__all__ = ['GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close', 'torch_generator',
-           'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'CheckResult', 'Report', 'Student',
-           'run_checks', 'LocalBackend', 'write_back', 'check']
+__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close',
+           'torch_generator', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'CheckResult', 'Report',
+           'Student', 'run_checks', 'LocalBackend', 'write_back', 'check']
 
 # %% ../../nbs/grading/00_core.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -122,12 +122,19 @@ class Check:
         points: points earned when the check passes.
         hint: what to look at when it fails.
         fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to fail.
+        visibility: ``"visible"``; ``"hidden"`` or ``"after_due_date"`` for a check that
+            ``course-llm grade`` runs but the student's in-notebook `check` does not (its inputs
+            and messages stay unseen until the instructor publishes them).
     """
 
     name: str
     points: int
     hint: str
     fn: Callable
+    visibility: str = "visible"
+
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
 
 class Exercise:
@@ -169,14 +176,20 @@ class Exercise:
         self.mutates = tuple(mutates)
         self.checks: list[Check] = []
 
-    def check(self, points: int = 1, hint: str = "") -> Callable:
-        """Decorator adding a check; a check of the same name is replaced (re-run cells)."""
-        if not isinstance(points, int) or points < 1:
+    def check(self, points: int = 1, hint: str = "", visibility: str = "visible") -> Callable:
+        """Decorator adding a check; a check of the same name is replaced (re-run cells).
+
+        `visibility` is ``"visible"``, or ``"hidden"`` / ``"after_due_date"`` /
+        ``"after_published"`` for a check only ``course-llm grade`` runs (see `Check`).
+        """
+        if not isinstance(points, int) or isinstance(points, bool) or points < 1:
             raise ValueError(f"points must be a positive integer, got {points!r}")
+        if visibility not in VISIBILITIES:
+            raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}; got {visibility!r}")
 
         def add(fn: Callable) -> Callable:
             self.checks = [c for c in self.checks if c.name != fn.__name__]
-            self.checks.append(Check(fn.__name__, points, hint, fn))
+            self.checks.append(Check(fn.__name__, points, hint, fn, visibility))
             return fn
 
         return add
@@ -239,6 +252,7 @@ class CheckResult:
         passed: whether it passed.
         message: why it failed (empty when it passed).
         hint: the check's hint, shown when it failed.
+        visibility: the check's visibility (`Check`).
     """
 
     name: str
@@ -247,6 +261,7 @@ class CheckResult:
     passed: bool
     message: str = ""
     hint: str = ""
+    visibility: str = "visible"
 
 
 @dataclass
@@ -281,29 +296,31 @@ class Report:
 
     def to_dict(self) -> dict:
         """JSON-ready form: ``score``, ``max_score``, ``checks`` (one entry per check) and context."""
-        return {"submission": self.submission, "exercise": self.exercise, "score": self.score,
-                "max_score": self.max_score, "seed": self.seed, "elapsed": round(self.elapsed, 3),
-                "notes": list(self.notes),
-                "checks": [vars(r).copy() for r in self.results]}
+        checks = [{k: (printable(v, keep_newlines=True) if isinstance(v, str) else v) for k, v in vars(r).items()}
+                  for r in self.results]
+        return {"submission": printable(self.submission), "exercise": printable(self.exercise),
+                "score": self.score, "max_score": self.max_score, "seed": self.seed,
+                "elapsed": round(self.elapsed, 3), "notes": [printable(n, keep_newlines=True) for n in self.notes],
+                "checks": checks}
 
     def table(self, width: int = 100) -> str:
         """The report as a text table: check, points, result, and message plus hint on failure."""
         name_w = max([len("check")] + [len(r.name) for r in self.results])
-        lines = [f"{self.exercise}  ({self.submission}, seed {self.seed})",
+        lines = [f"{printable(self.exercise)}  ({printable(self.submission)}, seed {self.seed})",
                  f"{'check':<{name_w}}  points  result", f"{'-' * name_w}  ------  ------"]
         previous = None
         for r in self.results:
-            lines.append(f"{r.name:<{name_w}}  {f'{r.points}/{r.max_points}':>6}  "
+            lines.append(f"{printable(r.name):<{name_w}}  {f'{r.points}/{r.max_points}':>6}  "
                          f"{'pass' if r.passed else 'FAIL'}")
             if not r.passed:
                 message, previous = ("(the same as above)" if r.message == previous else r.message), r.message
                 for label, text in (("", message), ("hint: ", r.hint)):
                     if text:
-                        body = textwrap.shorten(" ".join(text.split()), 600, placeholder=" …")
+                        body = textwrap.shorten(printable(" ".join(text.split())), 600, placeholder=" …")
                         lines += textwrap.wrap(label + body, width, initial_indent="    ",
                                                subsequent_indent="      ")
         lines += [f"{'-' * name_w}  ------", f"{'total':<{name_w}}  {f'{self.score}/{self.max_score}':>6}"]
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"note: {printable(n)}" for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -328,7 +345,7 @@ class Student:
 
 
 def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", seed: int | None = None,
-               timeout: float = 5.0, total_timeout: float = 60.0) -> Report:
+               timeout: float = 5.0, total_timeout: float = 60.0, hidden: bool = True) -> Report:
     """Run every check of `exercise` against the student's code behind `backend`.
 
     Args:
@@ -340,9 +357,10 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
         seed: seed of the random inputs; None draws a fresh one.
         timeout: seconds allowed per check.
         total_timeout: seconds allowed for the whole submission.
+        hidden: also run the checks whose visibility is not ``"visible"``.
 
     Returns:
-        The `Report`.
+        The `Report` (without the hidden checks when `hidden` is False).
     """
     if timeout <= 0 or total_timeout <= 0:
         raise ValueError("timeout and total_timeout must be positive numbers of seconds")
@@ -350,11 +368,13 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
     start = time.monotonic()
     results = []
     for chk in exercise.checks:
+        if not hidden and chk.visibility != "visible":
+            continue
         now = time.monotonic()
         left = start + total_timeout - now
         if left <= 0:
             why = getattr(backend, "load_error", None) or f"not run: the submission used up its {total_timeout:g} s"
-            results.append(CheckResult(chk.name, 0, chk.points, False, why, chk.hint))
+            results.append(CheckResult(chk.name, 0, chk.points, False, why, chk.hint, chk.visibility))
             continue
         limit = min(timeout, left)
         clock = {"deadline": now + limit}
@@ -384,7 +404,7 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
             message = f"your result could not be checked ({type(error).__name__}: {short(str(error), 200)})"
         passed = not message
         results.append(CheckResult(chk.name, chk.points if passed else 0, chk.points, passed,
-                                   message, "" if passed else chk.hint))
+                                   message, "" if passed else chk.hint, chk.visibility))
     notes = list(getattr(backend, "notes", []))
     return Report(exercise.name, submission, results, seed, notes, time.monotonic() - start)
 
@@ -473,7 +493,12 @@ def check(name: str, namespace: dict | None = None, seed: int | None = None, tim
     exercise = get_exercise(name)
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    report = run_checks(exercise, LocalBackend(namespace, exercise), "kernel", seed, timeout, 10 * 60.0)
+    report = run_checks(exercise, LocalBackend(namespace, exercise), "kernel", seed, timeout, 10 * 60.0,
+                        hidden=False)
+    unseen = [c for c in exercise.checks if c.visibility != "visible"]
+    if unseen:
+        report.notes.append(f"{len(unseen)} hidden check(s) worth {sum(c.points for c in unseen)} point(s) "
+                            "run only when the instructor grades your submission")
     if not quiet:
         print(report.table())
     return report

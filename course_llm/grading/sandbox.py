@@ -13,6 +13,8 @@ import inspect
 import io
 import math
 import pickle
+import pickletools
+import re
 import signal
 import sys
 import threading
@@ -22,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 # %% auto #0
-__all__ = ['short', 'BoundedOutput', 'forbid', 'same', 'encode_result', 'decode_result', 'CallOutcome', 'guarded_call']
+__all__ = ['short', 'printable', 'BoundedOutput', 'forbid', 'same', 'encode_result', 'dump_plain', 'decode_result', 'CallOutcome',
+           'guarded_call']
 
 # %% ../../nbs/grading/01_sandbox.ipynb #bdffda3f
 def short(obj: Any, limit: int = 160) -> str:
@@ -34,6 +37,25 @@ def short(obj: Any, limit: int = 160) -> str:
     """
     text = repr(obj)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: Any, keep_newlines: bool = False) -> str:
+    """`text` with control characters (ANSI escapes, carriage returns, ...) shown as escapes.
+
+    Names and messages that came from a submission pass through this before they reach a
+    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or start a
+    fake row. Tabs are kept, newlines only with `keep_newlines`.
+
+    Example:
+        >>> printable("ok\\x1b[2J\\nfake row")
+        'ok\\\\x1b[2J\\\\nfake row'
+    """
+    text = str(text)
+    pattern = _CONTROL if keep_newlines else re.compile(_CONTROL.pattern[:-1] + "\n]")
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 # %% ../../nbs/grading/01_sandbox.ipynb #3be0b876
 class _OutputLimit(BaseException):
@@ -217,14 +239,74 @@ class _SafeUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused to load {module}.{name}")
 
 
-def decode_result(data: bytes) -> Any:
-    """Read bytes made by ``pickle.dumps(encode_result(x))`` back, accepting only plain data.
+def dump_plain(obj: Any) -> bytes:
+    """`obj` (plain data from `encode_result`) pickled without shared references.
+
+    The pickler's memo is off, so every object is written where it occurs: what the grader reads
+    back is a tree no larger than the bytes it received (a memo would let a few kilobytes name
+    one object a billion times).
 
     Example:
-        >>> decode_result(pickle.dumps(encode_result({"a": [1, 2.5]})))
+        >>> decode_result(dump_plain(["x", "x"]))
+        ['x', 'x']
+    """
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=4)
+    pickler.fast = True
+    pickler.dump(obj)
+    return buffer.getvalue()
+
+
+_MEMO_READS = {"GET", "BINGET", "LONG_BINGET"}
+
+
+def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
+    """Refuse a pickle with shared references, more than `max_ops` opcodes or a deeper stack."""
+    depth, marks = 0, []
+    try:
+        for count, (op, _arg, _pos) in enumerate(pickletools.genops(data)):
+            if count >= max_ops:
+                raise pickle.UnpicklingError(f"more than {max_ops:,} items")
+            if op.name in _MEMO_READS:
+                raise pickle.UnpicklingError("shared references (the grader reads trees only)")
+            if op.name == "MARK":
+                marks.append(depth)
+                continue
+            before = op.stack_before
+            if pickletools.markobject in before:
+                if not marks:
+                    raise pickle.UnpicklingError("a malformed pickle (no mark)")
+                depth = marks.pop() - before.index(pickletools.markobject)
+            else:
+                depth -= len(before)
+            depth += len(op.stack_after)
+            if depth < 0 or depth + len(marks) > max_depth:
+                raise pickle.UnpicklingError(f"a structure nested more than {max_depth} levels deep")
+    except ValueError as error:  # genops on bytes that are not a pickle
+        raise pickle.UnpicklingError(f"not a pickle ({error})") from None
+
+
+def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000) -> Any:
+    """Read bytes made by ``dump_plain(encode_result(x))`` back, accepting only plain data.
+
+    The bytes are checked before they are loaded: no shared references (so the size of what is
+    built is bounded by the size of the bytes), at most `max_ops` opcodes, nesting at most
+    `max_depth` deep. A forged reply therefore costs time linear in its (capped) size.
+
+    Raises:
+        pickle.UnpicklingError: a refused type or structure, saying which.
+
+    Example:
+        >>> decode_result(dump_plain(encode_result({"a": [1, 2.5]})))
         {'a': [1, 2.5]}
     """
-    return _untag(_SafeUnpickler(io.BytesIO(data)).load())
+    if not isinstance(data, (bytes, bytearray)):
+        raise pickle.UnpicklingError(f"expected bytes, got {type(data).__name__}")
+    _check_structure(data, max_ops, max_depth)
+    try:
+        return _untag(_SafeUnpickler(io.BytesIO(data)).load())
+    except RecursionError:
+        raise pickle.UnpicklingError(f"a structure nested too deeply to read back") from None
 
 
 def _untag(obj: Any) -> Any:
@@ -266,7 +348,7 @@ class CallOutcome:
     """What one call of the student's function produced.
 
     Attributes:
-        payload: ``pickle.dumps(encode_result(value))`` when the call returned, else None.
+        payload: ``dump_plain(encode_result(value))`` when the call returned, else None.
         problem: why the result cannot be used, or None.
         output: what the call printed (truncated).
     """
@@ -276,7 +358,7 @@ class CallOutcome:
     output: str
     mutated: bytes | None = None
 
-    # mutated: for an exercise that declares ``mutates``, ``pickle.dumps(encode_result(...))``
+    # mutated: for an exercise that declares ``mutates``, ``dump_plain(encode_result(...))``
     # of ``{"args": {position: value}, "kwargs": {name: value}}``: the declared arguments as
     # the call left them, so the grader can copy them back into the check's own objects.
 
@@ -284,8 +366,8 @@ class CallOutcome:
 def _student_traceback(error: BaseException) -> str:
     """The exception and the line of the student's code it came from (not the grader's frames)."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.replace("\\", "/").endswith(("course_llm/grading_sandbox.py",
-                                                              "course_llm/grading_runner.py"))]
+              if not f.filename.replace("\\", "/").endswith(("course_llm/grading/sandbox.py",
+                                                              "course_llm/grading/runner.py"))]
     head = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()[-1]
     if isinstance(error, NotImplementedError):
         head += " (the function is still the stub: write your solution)"
@@ -414,13 +496,13 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
     payload = mutated = None
     if problem is None:
         try:
-            payload = pickle.dumps(encode_result(value))
+            payload = dump_plain(encode_result(value))
         except (TypeError, pickle.PicklingError, RecursionError) as error:
             problem = f"returned {error}, which the grader cannot accept; return plain data or tensors"
     if problem is None and mutates:
         positions, keys = _declared(fn, args, kwargs, mutates)
         try:
-            mutated = pickle.dumps(encode_result({"args": {i: args[i] for i in positions},
+            mutated = dump_plain(encode_result({"args": {i: args[i] for i in positions},
                                                   "kwargs": {k: kwargs[k] for k in keys}}))
         except (TypeError, pickle.PicklingError, RecursionError) as error:
             problem = f"left an argument holding {error}, which the grader cannot read back"

@@ -99,7 +99,7 @@ def repeated_query_terms(student, rng):
     _compare(student, q, docs, note=f" (the query repeats {t!r})")
 
 
-@bm25_exercise.check(points=1, hint="a query term that is in no document adds 0 (look it up with a default, "
+@bm25_exercise.check(points=1, visibility="hidden", hint="a query term that is in no document adds 0 (look it up with a default, "
                      "do not index a dict that lacks it)")
 def unseen_query_terms(student, rng):
     docs, seen = _collection(rng)
