@@ -17,7 +17,14 @@ threads (the formula of the PaLM paper's appendix B, as nanoGPT's estimate_mfu u
 
     .venv/bin/python benchmarks/bench_gpt.py [--threads N] [--repeats R] [--steps S]
 
-Measured 2026-11-23, 1 thread, 2 shared cores, medians of 5 runs of 2 steps: load 4.9-5.3:
+Since issue 17, `MultiHeadAttention.project_qkv` computes q, k, v with one matrix product over the
+stacked q_proj/k_proj/v_proj weights (the parameters keep their names: HF/GGUF loading and LoRA on
+q_proj/v_proj are unchanged), and learned positions are read with F.embedding. Measured
+2026-11-24, 1 thread, 2 shared cores, load 15-17 (8 agents on the machine), medians of 7 runs of
+2 steps: ours 293 tok/s, nanoGPT-style 288, loop over heads 238 (ours/nanoGPT 1.02x, ours/loop
+1.23x), MFU 73% / 72% / 59% of a measured 9.6 GFLOP/s; see the report of issue 17 for more runs.
+
+Before (2026-11-23), 1 thread, 2 shared cores, medians of 5 runs of 2 steps: load 4.9-5.3:
 ours 2138 tok/s, nanoGPT-style 2249, loop over heads 2001 (ours/nanoGPT 0.95x, ours/loop
 1.07x), peak 65.9 GFLOP/s, MFU 77% / 81% / 73%; load 6.5-5.5: 1633, 1668, 1486 (0.98x,
 1.10x), peak 48.6 GFLOP/s, MFU 80% / 82% / 73%.

@@ -74,7 +74,7 @@ def causal_mask(n_query, n_key=None, device=None):
                          f"got n_query={n_query}, n_key={n_key}")
     return torch.ones(n_query, n_key, dtype=torch.bool, device=device).tril(n_key - n_query)
 
-
+# %% ../nbs/05_attention.ipynb #506c99de
 def padding_mask(attention_mask):
     """Turn a (batch, length) padding mask into an attention mask of shape (batch, 1, 1, length).
 
@@ -103,7 +103,7 @@ def padding_mask(attention_mask):
         attention_mask = attention_mask.bool()
     return attention_mask[:, None, None, :]          # (B, 1, 1, S)
 
-
+# %% ../nbs/05_attention.ipynb #cf6566b2
 def _combined_mask(mask, is_causal, n_query, n_key, device):
     """One boolean or additive float mask from a user mask and the causal flag (None if neither)."""
     if mask is not None:
@@ -147,7 +147,7 @@ def repeat_kv(x, n_rep):
         return x
     return x.repeat_interleave(n_rep, dim=-3)
 
-
+# %% ../nbs/05_attention.ipynb #f899ebfe
 def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     """Scaled dot-product attention written out: softmax(Q K^T / sqrt(d_K) + mask) V.
 
@@ -193,7 +193,7 @@ def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     weights = weights.masked_fill(torch.isneginf(scores).all(-1, keepdim=True), 0.0)
     return weights @ v, weights
 
-
+# %% ../nbs/05_attention.ipynb #2bb7d1d3
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, dropout_p=0.0):
     """softmax(Q K^T / sqrt(d_K) + mask) V on PyTorch's fused kernel.
 

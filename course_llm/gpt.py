@@ -145,7 +145,7 @@ def check_targets(name, targets, vocab_size, ignore_index=-100):
                          f"[0, {vocab_size}) and not ignore_index={ignore_index}")
     return targets
 
-
+# %% ../nbs/07_gpt.ipynb #8d8f0c09
 class GPT(nn.Module):
     """A decoder-only transformer language model: DTransformer (Phuong and Hutter 2022, Alg. 10).
 

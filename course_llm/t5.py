@@ -117,7 +117,7 @@ class T5Config:
                                  position="none", max_len=self.max_len, pre_norm=True, bias=False,
                                  causal=decoder, cross_attention=decoder, attention_scale=1.0)
 
-
+# %% ../nbs/10_t5.ipynb #689d745d
 class RelativeBias(nn.Module):
     """Learned per-head bias b[h, bucket(j - i)] added to attention scores, shape (1, H, L, S)."""
 
@@ -166,7 +166,7 @@ def EncoderLayer(config):
     """
     return TransformerBlock(config.block_config(decoder=False))
 
-
+# %% ../nbs/10_t5.ipynb #7ed8677c
 def DecoderLayer(config):
     """A T5 decoder layer: causal self-attention, cross-attention, FFN (`TransformerBlock`).
 
@@ -307,7 +307,7 @@ def config_from_hf(h):
                     feed_forward_proj=h.feed_forward_proj,
                     tie_weights=bool(getattr(h, "scale_decoder_outputs", h.tie_word_embeddings)))
 
-
+# %% ../nbs/10_t5.ipynb #033b8e83
 def _copy(dst, src):
     with torch.no_grad():
         dst.copy_(src)
