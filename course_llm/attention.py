@@ -291,6 +291,8 @@ class MultiHeadAttention(nn.Module):
         causal: apply the causal mask in self-attention (ignored when `context` is given).
         dropout: dropout probability on the attention weights during training.
         scale: multiplier of the scores; defaults to 1/sqrt(d_head) (T5 uses 1).
+        fused_qkv: compute self-attention's q, k, v with one matrix product (see `project_qkv`);
+            faster, but it rounds differently, so seeded training runs take another path.
 
     Example:
         >>> mha = MultiHeadAttention(d_model=8, n_head=2, causal=True)
@@ -299,7 +301,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model, n_head, n_kv_head=None, d_head=None, d_context=None, bias=True,
-                 causal=False, dropout=0.0, scale=None):
+                 causal=False, dropout=0.0, scale=None, fused_qkv=False):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("n_head", n_head)
@@ -318,6 +320,7 @@ class MultiHeadAttention(nn.Module):
             check_float("scale", scale)
         self.d_model, self.n_head, self.n_kv_head, self.d_head = d_model, n_head, n_kv_head, d_head
         self.causal, self.dropout, self.scale = check_bool("causal", causal), dropout, scale
+        self.fused_qkv = check_bool("fused_qkv", fused_qkv)
         self.q_proj = nn.Linear(d_model, n_head * d_head, bias=check_bool("bias", bias))  # W^Q, all heads
         self.k_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)     # W^K
         self.v_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)     # W^V
@@ -331,13 +334,15 @@ class MultiHeadAttention(nn.Module):
     def project_qkv(self, x):
         """Queries, keys and values of self-attention, each split into heads.
 
-        When the three projections are plain `nn.Linear` layers, one matrix product with their
-        weights stacked does the work of three (a fused QKV projection, as in GPT-2 and nanoGPT),
-        while the parameters keep their names, so loaders and LoRA still find `q_proj`, `v_proj`.
-        A replaced projection (a LoRA or quantised layer) is called as a module instead.
+        With `fused_qkv` and plain `nn.Linear` projections, one matrix product with their weights
+        stacked does the work of three (a fused QKV projection, as in GPT-2 and nanoGPT), while
+        the parameters keep their names, so loaders and LoRA still find `q_proj`, `v_proj`. The
+        result equals the three products up to rounding (the summation order differs), which is
+        why it is opt-in: seeded experiments keep their numbers. A replaced projection (a LoRA or
+        quantised layer) is always called as a module.
         """
         projs = (self.q_proj, self.k_proj, self.v_proj)
-        if all(type(p) is nn.Linear for p in projs):
+        if self.fused_qkv and all(type(p) is nn.Linear for p in projs):
             w = torch.cat([p.weight for p in projs])                       # (H + 2 H_kv) d_head x d
             b = None if projs[0].bias is None else torch.cat([p.bias for p in projs])
             q, k, v = F.linear(x, w, b).split([p.out_features for p in projs], dim=-1)

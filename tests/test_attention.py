@@ -239,7 +239,7 @@ def test_cross_cache_reuses_the_encoder_keys_and_values():
 
 def test_fused_qkv_projection_equals_three_linears():
     torch.manual_seed(0)
-    mha = MultiHeadAttention(16, 4, n_kv_head=2)
+    mha = MultiHeadAttention(16, 4, n_kv_head=2, fused_qkv=True)
     x = torch.randn(2, 5, 16)
     q, k, v = mha.project_qkv(x)
     assert torch.allclose(q, mha.split_heads(mha.q_proj(x), 4), atol=1e-6)
