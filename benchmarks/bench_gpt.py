@@ -17,7 +17,17 @@ threads (the formula of the PaLM paper's appendix B, as nanoGPT's estimate_mfu u
 
     .venv/bin/python benchmarks/bench_gpt.py [--threads N] [--repeats R] [--steps S]
 
-Measured 2026-11-23, 1 thread, 2 shared cores, medians of 5 runs of 2 steps: load 4.9-5.3:
+Since issue 17, `GPTConfig(fused_qkv=True)` makes `MultiHeadAttention.project_qkv` compute q, k, v
+with one matrix product over the stacked q_proj/k_proj/v_proj weights (the parameters keep their
+names: HF/GGUF loading and LoRA on q_proj/v_proj are unchanged). It is opt-in because it rounds
+differently, so seeded chapter runs would take another path (09c's ViT accuracy moved from 0.951 to
+0.927). "ours" below is the fused model, "ours_unfused" the default. Measured 2026-11-24, 1 thread,
+2 shared cores, 8 agents on the machine, medians of interleaved runs of 2 steps:
+load 17 -> 16, 7 runs: fused 293 tok/s, nanoGPT-style 288 (1.02x), loop over heads 238 (1.23x);
+load 13 -> 9, 5 runs: fused 472, unfused 449, nanoGPT-style 503, loop 358 (fused/nanoGPT 0.94x,
+unfused/nanoGPT 0.89x, fused/loop 1.32x). The ratio moves with the load by more than the gap.
+
+Before (2026-11-23), 1 thread, 2 shared cores, medians of 5 runs of 2 steps: load 4.9-5.3:
 ours 2138 tok/s, nanoGPT-style 2249, loop over heads 2001 (ours/nanoGPT 0.95x, ours/loop
 1.07x), peak 65.9 GFLOP/s, MFU 77% / 81% / 73%; load 6.5-5.5: 1633, 1668, 1486 (0.98x,
 1.10x), peak 48.6 GFLOP/s, MFU 80% / 82% / 73%.
@@ -148,21 +158,25 @@ def main():
     load0 = os.getloadavg()[0]
     torch.manual_seed(0)
     ours = GPT(GPTConfig.gpt2_style(vocab_size=V, block_size=T, n_layer=L, d_model=D, n_head=H,
-                                    d_ff=4 * D))
-    models = {"ours": ours, "nanogpt": RefGPT(NanoBlock), "loop_heads": RefGPT(LoopBlock)}
+                                    d_ff=4 * D, fused_qkv=True))
+    unfused = GPT(GPTConfig.gpt2_style(vocab_size=V, block_size=T, n_layer=L, d_model=D, n_head=H,
+                                       d_ff=4 * D))                  # the default: three q/k/v products
+    unfused.load_state_dict(ours.state_dict())
+    models = {"ours": ours, "ours_unfused": unfused, "nanogpt": RefGPT(NanoBlock), "loop_heads": RefGPT(LoopBlock)}
     for k in ("nanogpt", "loop_heads"):
         load_from(models[k], ours)
     n_params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
     assert len(set(n_params.values())) == 1, n_params
     g = torch.Generator().manual_seed(1)
     idx, tgt = (torch.randint(0, V, (B, T), generator=g) for _ in range(2))
-    losses = {"ours": ours(idx, tgt)[1].item(), **{k: models[k](idx, tgt).item() for k in ("nanogpt", "loop_heads")}}
+    losses = {"ours": ours(idx, tgt)[1].item(), "ours_unfused": unfused(idx, tgt)[1].item(),
+              **{k: models[k](idx, tgt).item() for k in ("nanogpt", "loop_heads")}}
     assert max(losses.values()) - min(losses.values()) < 1e-4, losses
 
     def step_fn(k):
         m = models[k]
         opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
-        loss_of = (lambda: m(idx, tgt)[1]) if k == "ours" else (lambda: m(idx, tgt))
+        loss_of = (lambda: m(idx, tgt)[1]) if k.startswith("ours") else (lambda: m(idx, tgt))
 
         def run():
             for _ in range(a.steps):

@@ -3,7 +3,8 @@
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'sinusoidal_positions', 'PositionEmbedding', 'layer_norm', 'gelu', 'swish', 'silu', 'glu_hidden_dim',
            'ffn_flops', 'MLP', 'GLU', 'rms_norm', 'RMSNorm', 'rope_rotation_matrix', 'apply_rope', 'RotaryEmbedding',
-           'kv_cache_bytes_per_token', 'TransformerConfig', 'make_norm', 'TransformerBlock']
+           'kv_cache_bytes_per_token', 'ConfigAlias', 'init_config', 'TransformerConfig', 'make_norm',
+           'TransformerBlock']
 
 # %% ../nbs/06_transformer_block.ipynb #c9a12855
 import math
@@ -13,6 +14,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .attention import MultiHeadAttention
+from .core import (check_bool, check_choice, check_float, check_int, check_positive_int,
+                             check_tensor)
 
 
 def sinusoidal_positions(n_positions, d_model, base=10000.0):
@@ -34,17 +37,17 @@ def sinusoidal_positions(n_positions, d_model, base=10000.0):
         >>> p.shape, p[0].tolist()
         (torch.Size([4, 6]), [0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
     """
-    if not isinstance(n_positions, int) or n_positions < 1:
-        raise ValueError(f"`n_positions` must be a positive int, got {n_positions!r}")
-    if not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-        raise ValueError(f"`d_model` must be a positive even int (sin/cos pairs), got {d_model!r}")
+    check_positive_int("n_positions", n_positions)
+    if check_positive_int("d_model", d_model) % 2:
+        raise ValueError(f"`d_model` must be even (sin/cos pairs), got {d_model!r}")
+    check_float("base", base, min=0.0, min_open=True)
     position = torch.arange(n_positions, dtype=torch.float64)[:, None]          # (T, 1)
     inv_freq = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)   # (d/2,)
     angle = position * inv_freq                                                 # (T, d/2)
     table = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(n_positions, d_model)
     return table.float()
 
-
+# %% ../nbs/06_transformer_block.ipynb #c29d0b47
 class PositionEmbedding(nn.Module):
     """Absolute position vectors p_l to add to the token embeddings: learned or sinusoidal.
 
@@ -61,9 +64,9 @@ class PositionEmbedding(nn.Module):
 
     def __init__(self, kind, max_len, d_model):
         super().__init__()
-        if kind not in ("learned", "sinusoidal"):
-            raise ValueError(f"`kind` must be 'learned' or 'sinusoidal', got {kind!r}")
-        self.kind, self.max_len = kind, max_len
+        check_choice("kind", kind, ("learned", "sinusoidal"))
+        self.kind, self.max_len = kind, check_positive_int("max_len", max_len)
+        check_positive_int("d_model", d_model)
         if kind == "learned":
             self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         else:
@@ -71,12 +74,33 @@ class PositionEmbedding(nn.Module):
 
     def forward(self, positions):
         """Position vectors for integer `positions` of any shape: shape ``positions.shape + (d_model,)``."""
-        if positions.numel() and int(positions.max()) >= self.max_len:
-            raise ValueError(f"position {int(positions.max())} is beyond max_len={self.max_len}; "
-                             f"use shorter sequences or a larger max_len")
+        check_tensor("positions", positions, dtype="int")
+        if positions.numel():
+            lo, hi = positions.aminmax()
+            if int(lo) < 0 or int(hi) >= self.max_len:
+                raise ValueError(f"`positions` must lie in [0, max_len={self.max_len}), got "
+                                 f"[{int(lo)}, {int(hi)}]; use shorter sequences or a larger max_len")
         return self.weight[positions]
 
 # %% ../nbs/06_transformer_block.ipynb #a7d5149e
+def _check_norm_args(x, gamma, beta, eps):
+    """The checks `layer_norm` and `rms_norm` share: one gain (and offset) per channel of x."""
+    check_tensor("x", x, dtype="float")
+    if x.dim() < 1 or x.size(-1) == 0:
+        raise ValueError(f"`x` must have shape (..., C) with C >= 1, got {tuple(x.shape)}")
+    for name, t in (("gamma", gamma), ("beta", beta)):
+        if t is None and name == "beta":
+            continue
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            check_float(name, t)                               # one scalar for every channel
+            continue
+        check_tensor(name, t, dtype="float")
+        if t.shape != x.shape[-1:]:
+            raise ValueError(f"`{name}` must have shape ({x.size(-1)},), one value per channel of "
+                             f"`x` {tuple(x.shape)}, got {tuple(t.shape)}")
+    check_float("eps", eps, min=0.0)
+
+
 def layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 
@@ -85,9 +109,9 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
     Args:
         x: activations (..., C).
-        gamma: scale, shape (C,).
-        beta: offset, shape (C,), or None for no offset.
-        eps: added to the variance.
+        gamma: scale, shape (C,) (or one number for every channel).
+        beta: offset, shape (C,) (or one number), or None for no offset.
+        eps: added to the variance (>= 0).
 
     Returns:
         A tensor shaped like `x`.
@@ -97,6 +121,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         >>> [round(v, 4) for v in y[0].tolist()]
         [-1.2247, 0.0, 1.2247]
     """
+    _check_norm_args(x, gamma, beta, eps)
     mean = x.mean(-1, keepdim=True)
     var = (x - mean).pow(2).mean(-1, keepdim=True)
     y = (x - mean) / torch.sqrt(var + eps) * gamma
@@ -114,13 +139,14 @@ def gelu(x, approximate="none"):
         >>> round(gelu(torch.tensor(1.0)).item(), 4), round(gelu(torch.tensor(1.0), "tanh").item(), 4)
         (0.8413, 0.8412)
     """
+    check_tensor("x", x, dtype="float")
     if approximate == "none":
         return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
     if approximate == "tanh":
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
     raise ValueError(f"`approximate` must be 'none' or 'tanh', got {approximate!r}")
 
-
+# %% ../nbs/06_transformer_block.ipynb #1f95a554
 def swish(x, beta=1.0):
     """Swish_beta(x) = x * sigmoid(beta * x); beta = 1 is SiLU.
 
@@ -128,9 +154,10 @@ def swish(x, beta=1.0):
         >>> round(swish(torch.tensor(1.0)).item(), 4)
         0.7311
     """
-    return x * torch.sigmoid(beta * x)
+    check_tensor("x", x, dtype="float")
+    return x * torch.sigmoid(check_float("beta", beta) * x)
 
-
+# %% ../nbs/06_transformer_block.ipynb #1aacf85e
 def silu(x):
     """SiLU(x) = x * sigmoid(x).
 
@@ -150,9 +177,13 @@ ACTIVATIONS = {
 
 
 def _activation(name):
-    if name not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}")
-    return ACTIVATIONS[name]
+    return ACTIVATIONS[check_choice("activation", name, sorted(ACTIVATIONS))]
+
+
+def _check_ffn_sizes(d_model, d_ff, bias):
+    check_positive_int("d_model", d_model)
+    check_positive_int("d_ff", d_ff)
+    check_bool("bias", bias)
 
 
 def glu_hidden_dim(d_model, multiple_of=8):
@@ -166,10 +197,12 @@ def glu_hidden_dim(d_model, multiple_of=8):
         >>> glu_hidden_dim(768, multiple_of=1), glu_hidden_dim(4096, multiple_of=256)
         (2048, 11008)
     """
+    check_positive_int("d_model", d_model)
+    check_positive_int("multiple_of", multiple_of)
     hidden = math.ceil(8 * d_model / 3)
     return multiple_of * math.ceil(hidden / multiple_of)
 
-
+# %% ../nbs/06_transformer_block.ipynb #9a3cc891
 def ffn_flops(d_model, d_ff, gated):
     """FLOPs per token of a position-wise FFN: 2 per weight, 2 or 3 matrices of d x d_ff.
 
@@ -177,9 +210,11 @@ def ffn_flops(d_model, d_ff, gated):
         >>> ffn_flops(768, 4 * 768, gated=False) == 16 * 768 ** 2
         True
     """
-    return 2 * (3 if gated else 2) * d_model * d_ff
+    check_float("d_model", d_model, min=0.0, min_open=True)      # real widths allowed: 8/3 d
+    check_float("d_ff", d_ff, min=0.0, min_open=True)
+    return 2 * (3 if check_bool("gated", gated) else 2) * d_model * d_ff
 
-
+# %% ../nbs/06_transformer_block.ipynb #539c66ea
 class MLP(nn.Module):
     """Position-wise feed-forward network W_2 sigma(W_1 x + b_1) + b_2.
 
@@ -196,6 +231,7 @@ class MLP(nn.Module):
 
     def __init__(self, d_model, d_ff, activation="gelu", bias=True):
         super().__init__()
+        _check_ffn_sizes(d_model, d_ff, bias)
         self.act = _activation(activation)
         self.w1 = nn.Linear(d_model, d_ff, bias=bias)
         self.w2 = nn.Linear(d_ff, d_model, bias=bias)
@@ -204,7 +240,7 @@ class MLP(nn.Module):
         """Apply the MLP to each position of x (..., d_model)."""
         return self.w2(self.act(self.w1(x)))
 
-
+# %% ../nbs/06_transformer_block.ipynb #d30ed8cd
 class GLU(nn.Module):
     """Gated FFN W_2 (sigma(W_1 x) * V x): ReGLU, GeGLU or SwiGLU for relu, gelu, silu.
 
@@ -221,6 +257,7 @@ class GLU(nn.Module):
 
     def __init__(self, d_model, d_ff, activation="silu", bias=False):
         super().__init__()
+        _check_ffn_sizes(d_model, d_ff, bias)
         self.act = _activation(activation)
         self.w1 = nn.Linear(d_model, d_ff, bias=bias)        # activated branch (gate_proj)
         self.v = nn.Linear(d_model, d_ff, bias=bias)         # linear branch (up_proj)
@@ -236,7 +273,7 @@ def rms_norm(x, gamma, eps=1e-6):
 
     Args:
         x: activations (..., C).
-        gamma: scale, shape (C,).
+        gamma: scale, shape (C,) (or one number for every channel).
         eps: added to the mean square.
 
     Returns:
@@ -247,9 +284,10 @@ def rms_norm(x, gamma, eps=1e-6):
         >>> [round(v, 4) for v in y.tolist()]
         [0.8485, 1.1314]
     """
+    _check_norm_args(x, gamma, None, eps)
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gamma
 
-
+# %% ../nbs/06_transformer_block.ipynb #89412f62
 class RMSNorm(nn.Module):
     """Root-mean-square normalisation with a learned scale gamma (initialised to 1).
 
@@ -266,11 +304,13 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model, eps=1e-6):
         super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))
+        self.eps = check_float("eps", eps, min=0.0)
+        self.weight = nn.Parameter(torch.ones(check_positive_int("d_model", d_model)))
 
     def forward(self, x):
         """Normalise x (..., d_model) over its last axis."""
+        if x.size(-1) != self.weight.numel():
+            raise ValueError(f"`x` must have shape (..., {self.weight.numel()}), got {tuple(x.shape)}")
         dtype = x.dtype
         x = x.to(torch.promote_types(dtype, torch.float32))
         normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)   # rms_norm with gamma 1
@@ -288,8 +328,10 @@ def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
         >>> bool(torch.allclose(R.T @ R, torch.eye(4, dtype=torch.float64)))
         True
     """
-    if d_head % 2:
+    check_float("position", position)
+    if check_positive_int("d_head", d_head) % 2:
         raise ValueError(f"`d_head` must be even for RoPE, got {d_head}")
+    check_float("base", base, min=0.0, min_open=True)
     theta = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
     R = torch.zeros(d_head, d_head, dtype=torch.float64)
     for i, t in enumerate(theta.tolist()):
@@ -297,7 +339,7 @@ def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
         R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
     return R.to(dtype)
 
-
+# %% ../nbs/06_transformer_block.ipynb #4187eb6a
 def apply_rope(x, positions, base=10000.0, interleaved=False):
     """Rotate queries or keys x (..., T, d_head) by the RoPE angles of `positions`.
 
@@ -319,9 +361,14 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
         >>> torch.allclose(apply_rope(q, torch.arange(5)).norm(dim=-1), q.norm(dim=-1))
         True
     """
-    d_head = x.size(-1)
-    if d_head % 2:
-        raise ValueError(f"the last dimension of `x` (d_head) must be even for RoPE, got {d_head}")
+    check_tensor("x", x, dtype="float")
+    check_tensor("positions", positions)
+    check_float("base", base, min=0.0, min_open=True)
+    check_bool("interleaved", interleaved)
+    d_head = x.size(-1) if x.dim() >= 2 else 0
+    if d_head < 2 or d_head % 2:
+        raise ValueError(f"`x` must have shape (..., T, d_head) with d_head even for RoPE, got "
+                         f"{tuple(x.shape)}")
     if positions.dim() not in (1, 2) or positions.size(-1) != x.size(-2):
         raise ValueError(f"`positions` must have shape ({x.size(-2)},) or (batch, {x.size(-2)}), "
                          f"got {tuple(positions.shape)}")
@@ -337,7 +384,7 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]              # pairs (k, k + d/2)
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
-
+# %% ../nbs/06_transformer_block.ipynb #9dd9036a
 class RotaryEmbedding(nn.Module):
     """RoPE as a callable for `MultiHeadAttention(..., rope=...)`: ``rope(x, positions)``.
 
@@ -354,8 +401,9 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head, base=10000.0, interleaved=False):
         super().__init__()
-        if d_head % 2:
+        if check_positive_int("d_head", d_head) % 2:
             raise ValueError(f"`d_head` must be even for RoPE, got {d_head}")
+        check_float("base", base, min=0.0, min_open=True)
         self.d_head, self.base, self.interleaved = d_head, base, interleaved
         self._tables = {}            # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
 
@@ -405,15 +453,79 @@ def kv_cache_bytes_per_token(n_layer, n_kv_head, d_head, bytes_per_value=2):
         >>> kv_cache_bytes_per_token(n_layer=12, n_kv_head=12, d_head=64)
         36864
     """
+    for name, value in (("n_layer", n_layer), ("n_kv_head", n_kv_head), ("d_head", d_head),
+                        ("bytes_per_value", bytes_per_value)):
+        check_positive_int(name, value)
     return 2 * n_layer * n_kv_head * d_head * bytes_per_value
 
 # %% ../nbs/06_transformer_block.ipynb #3e912ae0
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
-@dataclass
+class ConfigAlias:
+    """The old name of a config field, kept for one release: reading or writing it uses `field`.
+
+    Example:
+        >>> @dataclass
+        ... class C:
+        ...     max_len: int = 8
+        ...     block_size = ConfigAlias("max_len")
+        >>> C().block_size
+        8
+    """
+
+    def __init__(self, field):
+        self.field = field
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else getattr(obj, self.field)
+
+    def __set__(self, obj, value):
+        setattr(obj, self.field, value)
+
+# %% ../nbs/06_transformer_block.ipynb #abf9c2e6
+def init_config(config, kwargs, defaults=None):
+    """Fill the fields of a dataclass `config` from keywords, then validate it.
+
+    For the model configs, whose ``__init__(self, **kwargs)`` also accepts the old names of
+    their fields (class attributes that are `ConfigAlias`es). Each keyword must be a field or
+    an alias of one, and a field named twice must get one value; fields not given take
+    ``defaults[name]``, else their declared default. Finally ``config.__post_init__()`` runs.
+
+    Args:
+        config: the dataclass instance being initialised.
+        kwargs: the keywords given to ``__init__``.
+        defaults: optional dict of defaults that replace the declared ones (a subclass's).
+
+    Example:
+        >>> cfg = TransformerConfig(d_model=64, n_head=4)
+        >>> init_config(cfg, {"d_model": 32}); cfg.d_model, cfg.n_head
+        (32, 8)
+    """
+    cls = type(config)
+    aliases = {name: a.field for klass in reversed(cls.__mro__) for name, a in vars(klass).items()
+               if isinstance(a, ConfigAlias)}
+    declared = {f.name: f for f in fields(cls)}
+    values = {}
+    for key, value in kwargs.items():
+        name = aliases.get(key, key)
+        if name not in declared:
+            raise TypeError(f"{cls.__name__} has no field `{key}`; its fields are {sorted(declared)}")
+        if name in values and values[name] != value:
+            raise ValueError(f"`{key}` and `{name}` name the same field ({key} is its old name): "
+                             f"give one of them, got {value!r} and {values[name]!r}")
+        values[name] = value
+    for name, f in declared.items():
+        setattr(config, name, values.get(name, (defaults or {}).get(name, f.default)))
+    config.__post_init__()
+
+# %% ../nbs/06_transformer_block.ipynb #a56d27be
+@dataclass(kw_only=True)
 class TransformerConfig:
     """The switches of a transformer block (and of the models built from it).
+
+    The names are the ones every model config of the course uses (`GPTConfig` extends this
+    class; `BERTConfig`, `T5Config` and `ViTConfig` build one with `block_config()`).
 
     Attributes:
         d_model: width d of the residual stream.
@@ -427,14 +539,15 @@ class TransformerConfig:
         activation: "relu", "gelu", "gelu_tanh" or "silu".
         position: "learned", "sinusoidal", "rope" or "none".
         rope_base: base (theta) of RoPE.
-        max_len: largest sequence length (for learned/sinusoidal tables).
+        max_len: the context length: largest sequence the model accepts.
         pre_norm: pre-LN (True) or post-LN (False).
         bias: biases in the attention and FFN projections (and LayerNorm's beta).
         causal: causal self-attention.
         cross_attention: add a cross-attention sub-layer (encoder-decoder decoder block).
         d_context: width of the encoder output for cross-attention (None = d_model).
         dropout: dropout on attention weights and on each sub-layer's output.
-        attention_scale: score multiplier (None = 1/sqrt(d_head)).
+        attention_scale: score multiplier (None = 1/sqrt(d_head); T5 uses 1).
+        fused_qkv: one matrix product for self-attention's q, k, v (faster; rounds differently).
 
     Example:
         >>> TransformerConfig(d_model=64, n_head=4, ffn="glu", activation="silu").hidden_dim
@@ -459,17 +572,25 @@ class TransformerConfig:
     d_context: int | None = None
     dropout: float = 0.0
     attention_scale: float | None = None
+    fused_qkv: bool = False
 
     def __post_init__(self):
-        choices = {"norm": ("layer", "rms"), "ffn": ("mlp", "glu"),
-                   "position": ("learned", "sinusoidal", "rope", "none"),
-                   "activation": tuple(ACTIVATIONS)}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"`{name}` must be one of {allowed}, got {getattr(self, name)!r}")
+        check_choice("norm", self.norm, ("layer", "rms"))
+        check_choice("ffn", self.ffn, ("mlp", "glu"))
+        check_choice("position", self.position, ("learned", "sinusoidal", "rope", "none"))
+        check_choice("activation", self.activation, tuple(ACTIVATIONS))
         for name in ("d_model", "n_head", "max_len"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"`{name}` must be a positive int, got {getattr(self, name)!r}")
+            check_positive_int(name, getattr(self, name))
+        for name in ("n_kv_head", "d_head", "d_ff", "d_context"):
+            if getattr(self, name) is not None:
+                check_positive_int(name, getattr(self, name))
+        for name in ("pre_norm", "bias", "causal", "cross_attention", "fused_qkv"):
+            check_bool(name, getattr(self, name))
+        check_float("norm_eps", self.norm_eps, min=0.0)
+        check_float("rope_base", self.rope_base, min=0.0, min_open=True)
+        check_float("dropout", self.dropout, min=0.0, max=1.0, max_open=True)
+        if self.attention_scale is not None:
+            check_float("attention_scale", self.attention_scale)
         if self.d_head is None and self.d_model % self.n_head:
             raise ValueError(f"`d_model` ({self.d_model}) must be divisible by `n_head` ({self.n_head}), "
                              f"or set `d_head`")
@@ -480,15 +601,17 @@ class TransformerConfig:
 
     @property
     def head_dim(self):
+        """The width of each head: `d_head`, or d_model // n_head."""
         return self.d_head or self.d_model // self.n_head
 
     @property
     def hidden_dim(self):
+        """The FFN's hidden width: `d_ff`, or 4 d (MLP) / `glu_hidden_dim(d)` (gated)."""
         if self.d_ff is not None:
             return self.d_ff
         return 4 * self.d_model if self.ffn == "mlp" else glu_hidden_dim(self.d_model)
 
-
+# %% ../nbs/06_transformer_block.ipynb #7637bbc4
 def make_norm(config):
     """The normalisation layer a config asks for: LayerNorm (with beta iff bias) or RMSNorm.
 
@@ -496,17 +619,22 @@ def make_norm(config):
         >>> type(make_norm(TransformerConfig(norm="rms"))).__name__
         'RMSNorm'
     """
+    if not isinstance(config, TransformerConfig):
+        raise TypeError(f"`config` must be a TransformerConfig, got {type(config).__name__}")
     if config.norm == "rms":
         return RMSNorm(config.d_model, eps=config.norm_eps)
     return nn.LayerNorm(config.d_model, eps=config.norm_eps, bias=config.bias)
 
-
+# %% ../nbs/06_transformer_block.ipynb #55654e57
 class TransformerBlock(nn.Module):
     """One transformer layer: (causal) self-attention, optional cross-attention, FFN, residuals.
 
     Pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)). Post-LN: LN(x + MHA(x)), then LN(x + FFN(x)).
     Submodules: `attn`, `norm1`; `cross_attn`, `norm_cross` (if cross_attention); `ffn`, `norm2`;
-    `rope` (if position == "rope").
+    `rope` (if position == "rope"). GPT, BERT, T5 and ViT all stack this block; what differs
+    between them is only the config (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5:
+    RMSNorm, no biases, unscaled attention whose relative position bias arrives as an additive
+    `mask`; ViT: pre-LN, bidirectional).
 
     Args:
         config: a `TransformerConfig`.
@@ -524,7 +652,7 @@ class TransformerBlock(nn.Module):
         c = self.config = config
         self.attn = MultiHeadAttention(c.d_model, c.n_head, n_kv_head=c.n_kv_head, d_head=c.d_head,
                                        bias=c.bias, causal=c.causal, dropout=c.dropout,
-                                       scale=c.attention_scale)
+                                       scale=c.attention_scale, fused_qkv=c.fused_qkv)
         self.norm1 = make_norm(c)
         if c.cross_attention:
             self.cross_attn = MultiHeadAttention(c.d_model, c.n_head, n_kv_head=c.n_kv_head,
@@ -542,30 +670,35 @@ class TransformerBlock(nn.Module):
             return x + self.drop(fn(norm(x)))
         return norm(x + self.drop(fn(x)))
 
-    def forward(self, x, mask=None, context=None, context_mask=None, positions=None, cache=None):
+    def forward(self, x, mask=None, context=None, context_mask=None, positions=None, cache=None,
+                context_cache=None):
         """Apply the block to x (batch, L, d_model).
 
         Args:
             x: input (batch, L, d_model).
-            mask: self-attention mask (True = may attend, or additive float), broadcastable to
-                (batch, n_head, L, L); combined with the causal mask if the block is causal.
+            mask: self-attention mask (True = may attend, or additive float, e.g. T5's relative
+                position bias), broadcastable to (batch, n_head, L, L); combined with the causal
+                mask if the block is causal.
             context: encoder output (batch, S, d_context) for cross-attention blocks.
             context_mask: mask for the cross-attention, broadcastable to (batch, n_head, L, S).
             positions: token positions for RoPE, (L,) or (batch, L); default from the cache.
             cache: optional KV cache for the self-attention (see `MultiHeadAttention`).
+            context_cache: optional `CrossCache` holding the cross-attention's keys and values.
 
         Returns:
             A tensor of shape (batch, L, d_model).
         """
-        if x.dim() != 3 or x.size(-1) != self.config.d_model:
-            raise ValueError(f"`x` must have shape (batch, length, {self.config.d_model}), got {tuple(x.shape)}")
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(-1) != self.config.d_model:
+            raise ValueError(f"`x` must have shape (batch, length, {self.config.d_model}), got "
+                             f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}")
         self_attn = lambda h: self.attn(h, mask=mask, rope=self.rope, positions=positions, cache=cache)
         x = self._sublayer(x, self.norm1, self_attn)
         if self.config.cross_attention:
             if context is None:
                 raise ValueError("this block has cross-attention: pass `context` (the encoder output)")
-            x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, context=context, mask=context_mask))
-        elif context is not None:
+            cross = lambda h: self.cross_attn(h, context=context, mask=context_mask, cache=context_cache)
+            x = self._sublayer(x, self.norm_cross, cross)
+        elif context is not None or context_cache is not None:
             raise ValueError("`context` given but the block has no cross-attention; "
                              "set cross_attention=True in the config")
         return self._sublayer(x, self.norm2, self.ffn)

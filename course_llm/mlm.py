@@ -194,7 +194,7 @@ class MLMHead(nn.Module):
             raise ValueError(f"`embedding` must be ({config.vocab_size}, {config.d_model}), "
                              f"got {tuple(embedding.weight.shape)}")
         self.dense = nn.Linear(config.d_model, config.d_model)
-        self.ln = nn.LayerNorm(config.d_model, eps=config.eps)
+        self.ln = nn.LayerNorm(config.d_model, eps=config.norm_eps)
         self.decoder = nn.Linear(config.d_model, config.vocab_size)
         self.decoder.weight = embedding.weight                            # tied: W_u = W_e
 
@@ -227,7 +227,7 @@ class BERTForPreTraining(nn.Module):
     """A `BERT` encoder with the two pre-training heads: `MLMHead` and `NSPHead`.
 
     Example:
-        >>> m = BERTForPreTraining(BERTConfig(vocab_size=40, d_model=16, n_layer=1, n_head=2, d_ff=32, max_positions=8))
+        >>> m = BERTForPreTraining(BERTConfig(vocab_size=40, d_model=16, n_layer=1, n_head=2, d_ff=32, max_len=8))
         >>> mlm, nsp = m(torch.tensor([[1, 5, 2, 6, 2]]))
         >>> tuple(mlm.shape), tuple(nsp.shape)
         ((1, 5, 40), (1, 2))
@@ -241,7 +241,7 @@ class BERTForPreTraining(nn.Module):
         self.mlm = MLMHead(config, self.bert.tok_emb)
         self.nsp = NSPHead(config)
         for head in (self.mlm, self.nsp):
-            head.apply(self.bert._init_weights)                            # same init for the heads
+            head.apply(self.bert.init_weights)                            # same init for the heads
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_positions=None):
         """(MLM logits (B, T, vocab_size), NSP logits (B, 2)).
@@ -258,34 +258,34 @@ class BERTForPreTraining(nn.Module):
             return self.mlm(h[mlm_positions]), self.nsp(h)                # (N, V), (B, 2)
         return self.mlm(h), self.nsp(h)
 
+    @classmethod
+    def from_hf(cls, model):
+        """`BERTForPreTraining` with the weights of a transformers `BertForPreTraining`."""
+        if not (hasattr(model, "bert") and hasattr(model, "cls") and hasattr(model.cls, "seq_relationship")):
+            raise TypeError("`model` must be a transformers BertForPreTraining")
+        if model.config.hidden_act != "gelu":
+            raise ValueError(f"only hidden_act='gelu' is supported, got {model.config.hidden_act!r}")
+        if model.bert.pooler is None:
+            raise ValueError("`model.bert` has no pooler, which the NSP head needs")
+        bert = BERT.from_hf(model.bert)
+        m = cls(bert.config)
+        m.bert.load_state_dict(bert.state_dict())
+        p, sd = model.cls.predictions, {}
+        sd = {"mlm.dense.weight": p.transform.dense.weight, "mlm.dense.bias": p.transform.dense.bias,
+              "mlm.ln.weight": p.transform.LayerNorm.weight, "mlm.ln.bias": p.transform.LayerNorm.bias,
+              "mlm.decoder.bias": p.bias,
+              "nsp.pool.weight": model.bert.pooler.dense.weight, "nsp.pool.bias": model.bert.pooler.dense.bias,
+              "nsp.classifier.weight": model.cls.seq_relationship.weight,
+              "nsp.classifier.bias": model.cls.seq_relationship.bias}
+        with torch.no_grad():
+            for name, value in sd.items():
+                m.get_parameter(name).copy_(value)
+            if not torch.equal(p.decoder.weight, model.bert.embeddings.word_embeddings.weight):
+                raise ValueError("the Hugging Face decoder is not tied to the word embeddings")
+        return m.eval()
 
-@classmethod
-def _pretraining_from_hf(cls, model):
-    """`BERTForPreTraining` with the weights of a transformers `BertForPreTraining`."""
-    if not (hasattr(model, "bert") and hasattr(model, "cls") and hasattr(model.cls, "seq_relationship")):
-        raise TypeError("`model` must be a transformers BertForPreTraining")
-    if model.config.hidden_act != "gelu":
-        raise ValueError(f"only hidden_act='gelu' is supported, got {model.config.hidden_act!r}")
-    if model.bert.pooler is None:
-        raise ValueError("`model.bert` has no pooler, which the NSP head needs")
-    bert = BERT.from_hf(model.bert)
-    m = cls(bert.config)
-    m.bert.load_state_dict(bert.state_dict())
-    p, sd = model.cls.predictions, {}
-    sd = {"mlm.dense.weight": p.transform.dense.weight, "mlm.dense.bias": p.transform.dense.bias,
-          "mlm.ln.weight": p.transform.LayerNorm.weight, "mlm.ln.bias": p.transform.LayerNorm.bias,
-          "mlm.decoder.bias": p.bias,
-          "nsp.pool.weight": model.bert.pooler.dense.weight, "nsp.pool.bias": model.bert.pooler.dense.bias,
-          "nsp.classifier.weight": model.cls.seq_relationship.weight,
-          "nsp.classifier.bias": model.cls.seq_relationship.bias}
-    with torch.no_grad():
-        for name, value in sd.items():
-            m.get_parameter(name).copy_(value)
-        if not torch.equal(p.decoder.weight, model.bert.embeddings.word_embeddings.weight):
-            raise ValueError("the Hugging Face decoder is not tied to the word embeddings")
-    return m.eval()
 
-BERTForPreTraining.from_hf = _pretraining_from_hf
+
 
 # %% ../nbs/09b_pretraining.ipynb #c4124705
 def pretraining_loss(mlm_logits, nsp_logits, labels, next_sentence_label, return_parts=False):

@@ -7,12 +7,14 @@ __all__ = ['sentinel', 'iid_noise_mask', 'span_corruption', 'prefix_lm', 'bert_s
 # %% ../nbs/10b_objectives.ipynb #f5d64620
 import random
 
+from .core import check_float, check_int
+
 # %% ../nbs/10b_objectives.ipynb #c4873756
 def _check(tokens, rate=None):
     if not isinstance(tokens, (list, tuple)) or len(tokens) == 0:
         raise ValueError("`tokens` must be a non-empty list of tokens")
-    if rate is not None and not 0.0 <= rate <= 1.0:
-        raise ValueError(f"`rate` must be in [0, 1], got {rate}")
+    if rate is not None:
+        check_float("rate", rate, min=0.0, max=1.0)          # rejects NaN and inf too
 
 
 def sentinel(i):
@@ -22,11 +24,13 @@ def sentinel(i):
         >>> sentinel(0)
         '<extra_id_0>'
     """
-    return f"<extra_id_{i}>"
+    return f"<extra_id_{check_int('i', i, min=0)}>"
 
 
 def iid_noise_mask(n, rate, rng):
     """n independent Bernoulli(rate) draws from `rng` (a `random.Random`)."""
+    check_int("n", n, min=0)
+    check_float("rate", rate, min=0.0, max=1.0)
     return [rng.random() < rate for _ in range(n)]
 
 # %% ../nbs/10b_objectives.ipynb #0e27d087
@@ -69,7 +73,9 @@ def prefix_lm(tokens, rng, split=None):
         (['a', 'b'], ['c', 'd', 'e'])
     """
     _check(tokens)
-    split = rng.randint(1, len(tokens) - 1) if split is None else split
+    if len(tokens) < 2:
+        raise ValueError(f"`tokens` needs at least 2 tokens to split into a prefix and a target, got {len(tokens)}")
+    split = rng.randint(1, len(tokens) - 1) if split is None else check_int("split", split)
     if not 0 < split < len(tokens):
         raise ValueError(f"`split` must be in [1, {len(tokens) - 1}], got {split}")
     return list(tokens[:split]), list(tokens[split:])
@@ -131,8 +137,9 @@ def random_spans_noise_mask(n, rng, rate=0.15, mean_span=3.0):
         >>> sum(m)
         5
     """
-    if not isinstance(n, int) or n < 2:
-        raise ValueError(f"`n` must be an int >= 2, got {n!r}")
+    check_int("n", n, min=2)
+    check_float("rate", rate, min=0.0, max=1.0)
+    check_float("mean_span", mean_span, min=1.0)              # the divisor below: at least one token
     n_noise = min(max(round(n * rate), 1), n - 1)
     n_spans = max(round(n_noise / mean_span), 1)
 

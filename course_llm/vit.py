@@ -71,7 +71,7 @@ def patchify(images, patch_size):
     return x.reshape(B, (H // p) * (W // p), C * p * p)            # (B, n, C p^2)
 
 # %% ../nbs/09c_vit.ipynb #021a93a1
-@dataclass
+@dataclass(kw_only=True)
 class ViTConfig:
     """Hyperparameters of a small vision transformer.
 
@@ -105,6 +105,7 @@ class ViTConfig:
                 raise ValueError(f"`{name}` must be a positive int, got {value!r}")
         if self.image_size % self.patch_size:
             raise ValueError(f"`patch_size` ({self.patch_size}) must divide `image_size` ({self.image_size})")
+        self.block_config()                      # validates d_model, n_head and dropout
 
     @property
     def n_patches(self):

@@ -9,7 +9,7 @@ from concat_cache import ConcatCache
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_llm.attention import (MultiHeadAttention, causal_mask, explicit_attention, padding_mask,
+from course_llm.attention import (CrossCache, MultiHeadAttention, causal_mask, explicit_attention, padding_mask,
                                   repeat_kv, scaled_dot_product_attention)
 
 torch.set_num_threads(1)
@@ -199,3 +199,49 @@ def test_bad_input_raises_value_error_naming_the_problem(call, match):
 def test_integer_inputs_raise_type_error():
     with pytest.raises(TypeError, match="floating-point"):
         explicit_attention(torch.ones(2, 2, dtype=torch.long), torch.ones(2, 2), torch.ones(2, 2))
+
+
+NAN, INF = float("nan"), float("inf")
+_Q = torch.randn(1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: scaled_dot_product_attention(_Q, _Q, _Q, scale=NAN),
+    lambda: scaled_dot_product_attention(_Q, _Q, _Q, dropout_p=NAN),
+    lambda: explicit_attention(_Q, _Q, _Q, scale=INF),
+    lambda: MultiHeadAttention(8, 2, scale=NAN),
+    lambda: MultiHeadAttention(0, 2),
+    lambda: MultiHeadAttention(8, 2, dropout=1.0),
+    lambda: MultiHeadAttention(8, 2, d_head=0),
+    lambda: MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8, dtype=torch.long)),
+    lambda: MultiHeadAttention(8, 2)(torch.zeros(1, 0, 8)),
+    lambda: MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), context=torch.zeros(2, 3, 8)),
+    lambda: causal_mask(0),
+    lambda: repeat_kv(_Q, 0),
+    lambda: repeat_kv(torch.zeros(3, 4), 2),
+    lambda: padding_mask(torch.tensor([[1, 2]])),
+])
+def test_bad_inputs_raise_value_or_type_errors(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_cross_cache_reuses_the_encoder_keys_and_values():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, d_context=6).eval()
+    z = torch.randn(2, 5, 6)
+    cache = CrossCache()
+    first = mha(torch.randn(2, 1, 8), context=z, cache=cache)
+    assert cache.length == 5 and first.shape == (2, 1, 8)
+    x = torch.randn(2, 1, 8)
+    assert torch.allclose(mha(x, context=z, cache=cache), mha(x, context=z), atol=1e-6)
+
+
+def test_fused_qkv_projection_equals_three_linears():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, n_kv_head=2, fused_qkv=True)
+    x = torch.randn(2, 5, 16)
+    q, k, v = mha.project_qkv(x)
+    assert torch.allclose(q, mha.split_heads(mha.q_proj(x), 4), atol=1e-6)
+    assert torch.allclose(k, mha.split_heads(mha.k_proj(x), 2), atol=1e-6)
+    assert torch.allclose(v, mha.split_heads(mha.v_proj(x), 2), atol=1e-6)

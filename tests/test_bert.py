@@ -126,3 +126,28 @@ def test_embeddings_with_our_wordpiece_match_sentence_transformers():
     st = pytest.importorskip("sentence_transformers")
     ref = st.SentenceTransformer(str(d), device="cpu").encode(sents, normalize_embeddings=True)
     assert (e - torch.tensor(ref)).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: BERTConfig(vocab_size=0),
+    lambda: BERTConfig(eps=float("nan")),
+    lambda: BERTConfig(d_model=10, n_head=3),
+    lambda: BERTConfig(10),                                                # keywords only
+    lambda: BERTConfig(max_positions=8, max_len=16),
+    lambda: BERT(BERTConfig(vocab_size=10, d_model=8, n_head=2, d_ff=16))(torch.tensor([[11]])),
+    lambda: BERT(BERTConfig(vocab_size=10, d_model=8, n_head=2, d_ff=16))(torch.zeros(1, 0, dtype=torch.long)),
+    lambda: BERT("config"),
+])
+def test_more_bad_inputs_raise(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_config_names_and_old_aliases():
+    from course_llm.bert import BERTLayer
+    from course_llm.layers import TransformerBlock
+    c = BERTConfig(vocab_size=50, d_model=16, n_head=2, d_ff=32, max_positions=8, eps=1e-6)
+    assert (c.max_len, c.norm_eps, c.max_positions, c.eps) == (8, 1e-6, 8, 1e-6)
+    layer = BERTLayer(c)
+    assert isinstance(layer, TransformerBlock) and not layer.config.pre_norm
+    assert isinstance(BERT(c).layers[0], TransformerBlock)

@@ -9,7 +9,7 @@ import torch
 from concat_cache import ConcatCache
 import torch.nn.functional as F
 
-from course_llm.gpt import GPT, GPTConfig, PRESETS, causal_lm_loss, count_parameters
+from course_llm.gpt import GPT, GPTClassifier, GPTConfig, PRESETS, causal_lm_loss, count_parameters
 
 transformers = pytest.importorskip("transformers")
 torch.set_num_threads(1)
@@ -209,9 +209,9 @@ def test_bad_inputs_raise_clear_errors():
         model(torch.zeros(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match="targets"):
         model(torch.zeros(2, 5, dtype=torch.long), targets=torch.zeros(2, 4, dtype=torch.long))
-    with pytest.raises(TypeError, match="integer"):
+    with pytest.raises(TypeError, match="int dtype"):
         model(torch.zeros(2, 5))
-    with pytest.raises(ValueError, match="batch, length"):
+    with pytest.raises(ValueError, match="2 dimensions"):
         model(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="tokens"):
         causal_lm_loss(torch.zeros(2, 5, 40), torch.zeros(2, 4, dtype=torch.long))
@@ -223,3 +223,49 @@ def test_bad_inputs_raise_clear_errors():
         GPTConfig.preset("gpt5")
     with pytest.raises(TypeError, match="GPT2LMHeadModel"):
         GPT.from_hf(torch.nn.Linear(2, 2))
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: GPT(GPTConfig.gpt2_style(vocab_size=10))(torch.tensor([[10]])),       # id out of range
+    lambda: GPT(GPTConfig.gpt2_style(vocab_size=10))(torch.tensor([[-1]])),
+    lambda: GPT(GPTConfig.gpt2_style(vocab_size=10))(torch.tensor([[1]]), torch.tensor([[12]])),
+    lambda: GPT(GPTConfig.gpt2_style(vocab_size=10))(torch.zeros(0, 3, dtype=torch.long)),
+    lambda: GPT(GPTConfig.gpt2_style(vocab_size=10))(torch.tensor([[1]]), torch.tensor([[1]]), ignore_index=0.5),
+    lambda: GPTConfig(vocab_size=0),
+    lambda: GPTConfig(causal=False),
+    lambda: GPTConfig(pre_norm=False),
+    lambda: GPTConfig(foo=1),
+    lambda: GPTConfig(block_size=8, max_len=16),
+    lambda: GPTConfig(init_std=NAN),
+    lambda: GPTConfig(dropout=NAN),
+    lambda: causal_lm_loss(torch.zeros(2, 5, 4), torch.zeros(2, 5, 1, dtype=torch.long)),
+    lambda: causal_lm_loss(torch.zeros(2, 5, 4), torch.full((2, 5), 7)),
+    lambda: causal_lm_loss(torch.zeros(2, 5, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long)),
+    lambda: causal_lm_loss(torch.zeros(2, 1, 4), torch.zeros(2, 1, dtype=torch.long)),
+    lambda: count_parameters(GPTConfig().block_config()),
+    lambda: GPTClassifier(GPT(GPTConfig.gpt2_style(vocab_size=10)), start_id=10, extract_id=2),
+    lambda: GPTClassifier(GPT(GPTConfig.gpt2_style(vocab_size=10)), start_id=1, extract_id=2, n_classes=0),
+])
+def test_more_bad_inputs_raise_value_or_type_errors(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_config_is_a_transformer_config_with_gpt2_defaults_and_block_size_alias():
+    from dataclasses import fields
+    from course_llm.layers import TransformerConfig
+    cfg = GPTConfig()
+    assert isinstance(cfg, TransformerConfig)
+    assert (cfg.d_model, cfg.n_head, cfg.activation, cfg.max_len, cfg.causal) == (768, 12, "gelu_tanh", 1024, True)
+    names = [f.name for f in fields(GPTConfig)]
+    assert len(names) == len(set(names)) and "block_size" not in names       # each field declared once
+    assert GPTConfig(block_size=64).max_len == 64 == GPTConfig(max_len=64).block_size
+    assert GPTConfig.gpt2_style(block_size=32).max_len == 32
+    cfg.block_size = 128
+    assert cfg.max_len == 128
+    # ignored targets are fine, and the loss matches F.cross_entropy
+    ids = torch.tensor([[1, 2, 3]])
+    assert torch.isfinite(causal_lm_loss(torch.zeros(1, 3, 4), torch.tensor([[1, -100, 3]])))

@@ -16,7 +16,7 @@ from course_llm.attention import MultiHeadAttention, causal_mask, padding_mask
 from course_llm.layers import (GLU, MLP, PositionEmbedding, RMSNorm, RotaryEmbedding, TransformerBlock,
                                TransformerConfig, apply_rope, ffn_flops, gelu, glu_hidden_dim,
                                kv_cache_bytes_per_token, layer_norm, rms_norm, rope_rotation_matrix,
-                               silu, sinusoidal_positions, swish)
+                               silu, sinusoidal_positions, swish, ConfigAlias, init_config, make_norm)
 
 torch.set_num_threads(1)
 
@@ -286,3 +286,94 @@ def test_block_input_validation():
         TransformerBlock({"d_model": 16})
     with pytest.raises(ValueError, match="positions"):
         RotaryEmbedding(8)(torch.randn(1, 2, 5, 8), torch.arange(4))
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: rms_norm(torch.randn(3, 4), torch.ones(3, 1)),                  # a gamma per row
+    lambda: rms_norm(torch.randn(3, 4), torch.ones(5)),
+    lambda: rms_norm(torch.randn(3, 4), torch.ones(4), eps=NAN),
+    lambda: layer_norm(torch.randn(3, 4), torch.ones(5), torch.zeros(4)),
+    lambda: layer_norm(torch.randn(3, 4), torch.ones(4), torch.zeros(3)),
+    lambda: layer_norm(torch.randn(3, 4), torch.ones(4), None, eps=NAN),
+    lambda: layer_norm(torch.ones(3, 4, dtype=torch.long), torch.ones(4), None),
+    lambda: GLU(8, 0),
+    lambda: MLP(0, 8),
+    lambda: MLP(8, 16, activation="tanh"),
+    lambda: RMSNorm(4, eps=-1.0),
+    lambda: RMSNorm(4)(torch.randn(2, 5)),
+    lambda: gelu(torch.tensor([1, 2])),
+    lambda: gelu(torch.randn(2), "fast"),
+    lambda: swish(torch.randn(2), NAN),
+    lambda: glu_hidden_dim(0),
+    lambda: ffn_flops(8, NAN, gated=True),
+    lambda: sinusoidal_positions(4, 5),
+    lambda: sinusoidal_positions(0, 4),
+    lambda: PositionEmbedding("learned", 8, 4)(torch.tensor([-1])),
+    lambda: PositionEmbedding("learned", 8, 4)(torch.tensor([0.5])),
+    lambda: PositionEmbedding("rope", 8, 4),
+    lambda: apply_rope(torch.randn(1, 3, 5), torch.arange(3)),
+    lambda: apply_rope(torch.randn(1, 3, 4), torch.arange(3), base=NAN),
+    lambda: RotaryEmbedding(0),
+    lambda: rope_rotation_matrix(0, 3),
+    lambda: kv_cache_bytes_per_token(0, 1, 1),
+    lambda: TransformerConfig(dropout=NAN),
+    lambda: TransformerConfig(norm_eps=-1.0),
+    lambda: TransformerConfig(d_ff=0),
+    lambda: TransformerConfig(attention_scale=float("inf")),
+    lambda: TransformerConfig(64),                                         # keywords only
+    lambda: make_norm("rms"),
+    lambda: TransformerBlock(TransformerConfig(d_model=8, n_head=2))(torch.randn(2, 3, 9)),
+])
+def test_bad_inputs_raise_value_or_type_errors(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_rms_norm_accepts_one_scalar_gain():
+    x = torch.randn(3, 4, dtype=torch.float64)
+    assert torch.allclose(rms_norm(x, 2.0), 2 * rms_norm(x, torch.ones(4, dtype=torch.float64)))
+
+
+def test_config_alias_and_init_config():
+    from dataclasses import dataclass, fields
+
+    @dataclass(init=False)
+    class Cfg:
+        max_len: int = 8
+        width: int = 4
+        block_size = ConfigAlias("max_len")
+
+        def __init__(self, **kw):
+            init_config(self, kw, defaults={"width": 5})
+
+        def __post_init__(self):
+            if self.max_len < 1:
+                raise ValueError("max_len")
+
+    assert (Cfg().max_len, Cfg().width) == (8, 5)
+    c = Cfg(block_size=16)
+    assert c.max_len == c.block_size == 16 and [f.name for f in fields(c)] == ["max_len", "width"]
+    c.block_size = 32
+    assert c.max_len == 32
+    assert Cfg(block_size=3, max_len=3).max_len == 3
+    with pytest.raises(ValueError, match="same field"):
+        Cfg(block_size=3, max_len=4)
+    with pytest.raises(TypeError, match="no field"):
+        Cfg(depth=2)
+    with pytest.raises(ValueError):
+        Cfg(max_len=0)
+
+
+def test_decoder_block_with_cross_cache_equals_uncached():
+    torch.manual_seed(0)
+    from course_llm.attention import CrossCache
+    block = TransformerBlock(TransformerConfig(d_model=16, n_head=4, causal=True, cross_attention=True,
+                                               position="none")).eval()
+    z, y = torch.randn(2, 6, 16), torch.randn(2, 4, 16)
+    full = block(y, context=z)
+    caches, cross = ConcatCache(), CrossCache()
+    steps = [block(y[:, t:t + 1], context=z, cache=caches, context_cache=cross) for t in range(4)]
+    assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)

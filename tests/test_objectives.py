@@ -74,3 +74,17 @@ def test_bad_inputs():
         token_drop(TOKS, random.Random(0), rate=2)
     with pytest.raises(ValueError, match="tokens"):
         deshuffle([], random.Random(0))
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: random_spans_noise_mask(10, random.Random(0), rate=float("nan")),
+    lambda: random_spans_noise_mask(10, random.Random(0), mean_span=0),
+    lambda: random_spans(TOKS, random.Random(0), rate=float("nan")),
+    lambda: bert_style(TOKS, random.Random(0), vocab=["x"], rate=1.5),
+    lambda: token_drop(TOKS, random.Random(0), rate=float("inf")),
+    lambda: prefix_lm(["a"], random.Random(0)),
+    lambda: prefix_lm(TOKS, random.Random(0), split=0),
+])
+def test_bad_inputs_raise(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()

@@ -115,3 +115,32 @@ def test_attention_mask_shape():
         m(_ids(5, 2), _ids(3, 2), torch.ones(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"`attention_mask` must have the shape \(1, 5\)"):
         m.decode(_ids(3), torch.zeros(1, 5, 16), torch.ones(5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: T5Config(d_kv=0),
+    lambda: T5Config(feed_forward_proj="gelu"),
+    lambda: T5Config(eps=float("nan")),
+    lambda: T5Config(n_head=2, n_heads=3),
+    lambda: T5Config(32),
+    lambda: T5(T5Config(vocab_size=10, d_model=8, d_head=4, d_ff=16, n_head=2, n_layer=1,
+                        n_decoder_layer=1))(torch.tensor([[11]]), torch.tensor([[1]])),
+    lambda: T5(T5Config(vocab_size=10, d_model=8, d_head=4, d_ff=16, n_head=2, n_layer=1,
+                        n_decoder_layer=1))(torch.zeros(1, 0, dtype=torch.long), torch.tensor([[1]])),
+    lambda: T5.from_hf(torch.nn.Linear(2, 2)),
+])
+def test_more_bad_inputs_raise(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_old_config_names_are_aliases_and_layers_are_the_one_block():
+    from course_llm.layers import TransformerBlock
+    old = T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=32, n_layers=1, n_decoder_layers=2, n_heads=2,
+                   eps=1e-5, tie_word_embeddings=False)
+    new = T5Config(vocab_size=20, d_model=16, d_head=4, d_ff=32, n_layer=1, n_decoder_layer=2, n_head=2,
+                   norm_eps=1e-5, tie_weights=False)
+    assert old == new and (old.d_kv, old.n_heads, old.n_layers, old.eps) == (4, 2, 1, 1e-5)
+    m = T5(new)
+    assert all(isinstance(b, TransformerBlock) for b in [*m.encoder, *m.decoder])
+    assert m.decoder[0].config.cross_attention and m.decoder[0].config.attention_scale == 1.0

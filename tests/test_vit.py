@@ -69,3 +69,9 @@ def test_digits_and_accuracy():
     assert accuracy(Oracle(), X_test, y_test, batch_size=10_000) == 1.0
     with pytest.raises(ValueError):
         digits_splits(test_fraction=1.5)
+
+
+@pytest.mark.parametrize("bad", [dict(dropout=float("nan")), dict(d_model=0), dict(n_head=3), dict(patch_size=0)])
+def test_bad_configs_raise(bad):
+    with pytest.raises((ValueError, TypeError)):
+        ViTConfig(**bad)
