@@ -146,8 +146,8 @@ def main(argv=None) -> dict:
         model_config = (None if args.model_config is None
                         else _json_object("--model-config", args.model_config))
         fields_in = model_config if model_config is not None else kwargs     # where vocab_size goes
-        if model_config is not None:
-            model_config.setdefault("block_size", config.block_size)
+        if model_config is not None and not {"max_len", "block_size"} & set(model_config):
+            model_config["block_size"] = config.block_size        # the context of the data
         if args.corpus is not None:
             from course_llm.data import corpus_splits
             from course_llm.tokenizers import CharTokenizer

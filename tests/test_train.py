@@ -239,7 +239,7 @@ def test_cli_builds_gpt_from_config_json(tmp_path):
                     "--train-ids", str(tmp_path / "train.pt"), "--out", str(tmp_path / "gpt")])
     assert len(history["train_loss"]) == 2
     info = json.loads((latest_checkpoint(tmp_path / "gpt") / "state.json").read_text())
-    assert info["model_config"] == {**asdict(GPTConfig(**fields)), "block_size": 8}
+    assert info["model_config"] == asdict(GPTConfig(**{**fields, "block_size": 8}))
 
 
 @pytest.mark.parametrize("field, value, error", [
