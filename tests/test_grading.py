@@ -394,7 +394,8 @@ def count_ngrams(sequences, n):
 def test_attack_reference_code_is_out_of_reach(mode, how, tmp_path):
     steal = {"reload": "import importlib, course_llm.ngram as m\n    importlib.reload(m)\n"
                        "    return m.count_ngrams(sequences, n)\n",
-             "exec_source": "import course_llm.ngram as m\n    space = {}\n"
+             "exec_source": "import course_llm.ngram as m\n"
+                            "    space = {'__name__': m.__name__, '__package__': m.__package__}\n"
                             "    exec(open(m.__file__).read(), space)\n    return space['count_ngrams'](sequences, n)\n"}
     path = _submission(tmp_path, f"{how}.py", "def count_ngrams(sequences, n):\n    " + steal[how], reference=False)
     report = _grade(path, mode)

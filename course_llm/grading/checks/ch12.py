@@ -27,7 +27,8 @@ def _conversation(rng, roles, cut=False):
             turn_ids, turn_labels = _package_sft_labels(head, content + [IM_END], ignore_index=-1)
             brute += [-1] * 3 + content + [IM_END] + [-1]
         else:
-            turn_ids, turn_labels = _package_sft_labels(head + content + [IM_END], [], ignore_index=-1)
+            turn_ids = head + content + [IM_END]           # no response: every label ignored
+            turn_labels = [-1] * len(turn_ids)
             brute += [-1] * (len(content) + 4) + [-1]
         ids += turn_ids + [NL]
         labels += turn_labels + [-1]
