@@ -601,12 +601,12 @@ class TransformerConfig:
 
     @property
     def head_dim(self):
-        """The width of each head: `d_head`, or d_model // n_head."""
+        """Width of each head (`d_head`, or d_model // n_head)."""
         return self.d_head or self.d_model // self.n_head
 
     @property
     def hidden_dim(self):
-        """The FFN's hidden width: `d_ff`, or 4 d (MLP) / `glu_hidden_dim(d)` (gated)."""
+        """Hidden width of the FFN (`d_ff`, or 4 d for an MLP, `glu_hidden_dim(d)` when gated)."""
         if self.d_ff is not None:
             return self.d_ff
         return 4 * self.d_model if self.ffn == "mlp" else glu_hidden_dim(self.d_model)

@@ -66,7 +66,7 @@ class RNNCell(nn.Module):
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
         """Finish one step given ``pre = input_part(u)``: returns the new hidden state.
 
-        The inner loop of :class:`RNN`: it trusts its inputs (``forward`` checks them).
+        The inner loop of :class:`~course_llm.rnn_layers.RNN`: it trusts its inputs (``forward`` checks them).
         """
         z = pre + h @ self.W_h.T
         return torch.tanh(z) if self.nonlinearity == "tanh" else torch.relu(z)
@@ -131,7 +131,7 @@ class LSTMCell(nn.Module):
     def step(self, pre: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """Finish one step given ``pre = input_part(u)`` and ``state = (h, c)``.
 
-        The inner loop of :class:`LSTM`: it trusts its inputs (``forward`` checks them).
+        The inner loop of :class:`~course_llm.rnn_layers.LSTM`: it trusts its inputs (``forward`` checks them).
         """
         h, c = state
         z = pre + h @ self.W_h.T                      # (B, 4n)

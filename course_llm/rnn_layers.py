@@ -143,7 +143,7 @@ def _where_state(m, new, old):
 
 # %% ../nbs/03d_rnn_layers.ipynb #a2b44ab0
 class RNN(_Recurrent):
-    """A stacked, optionally bidirectional, vanilla RNN built from :class:`RNNCell` (batch first).
+    """A stacked, optionally bidirectional, vanilla RNN built from :class:`~course_llm.rnn_cells.RNNCell` (batch first).
 
     Same interface as ``torch.nn.RNN(..., batch_first=True)``: ``forward(x, h0=None)`` returns
     ``output`` of shape ``(B, T, D * hidden_size)`` (D = 2 if bidirectional) and ``h_n`` of shape
@@ -188,7 +188,7 @@ class RNN(_Recurrent):
 
 # %% ../nbs/03d_rnn_layers.ipynb #7f096f51
 class LSTM(_Recurrent):
-    """A stacked, optionally bidirectional LSTM built from :class:`LSTMCell` (batch first).
+    """A stacked, optionally bidirectional LSTM built from :class:`~course_llm.rnn_cells.LSTMCell` (batch first).
 
     Same interface as ``torch.nn.LSTM(..., batch_first=True)``: ``forward(x, (h0, c0)=None)``
     returns ``output`` ``(B, T, D * n_out)`` and ``(h_n, c_n)`` with shapes
