@@ -3,6 +3,7 @@
 # %% ../nbs/92_zoo.ipynb #d8c230d1
 from __future__ import annotations
 
+import importlib.resources
 import json
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def stream_loss(model, ids, context: int, stride: int | None = None) -> float:
     return total / (n - 1)
 
 # %% ../nbs/92_zoo.ipynb #5a84bf89
-_FOLDER = Path(__file__).resolve().parent / "zoo_weights"
+# The folder inside the installed package (importlib.resources also works inside this notebook).
+_FOLDER = Path(str(importlib.resources.files("course_llm"))) / "zoo_weights"
 
 
 def names() -> list[str]:
