@@ -1551,4 +1551,9 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'course_llm.wordpiece.pre_tokenize': ('wordpiece.html#pre_tokenize', 'course_llm/wordpiece.py'),
                                       'course_llm.wordpiece.train_wordpiece': ('wordpiece.html#train_wordpiece', 'course_llm/wordpiece.py'),
                                       'course_llm.wordpiece.wordpiece_split': ( 'wordpiece.html#wordpiece_split',
-                                                                                'course_llm/wordpiece.py')}}}
+                                                                                'course_llm/wordpiece.py')},
+            'course_llm.zoo': { 'course_llm.zoo._read': ('zoo.html#_read', 'course_llm/zoo.py'),
+                                'course_llm.zoo.load': ('zoo.html#load', 'course_llm/zoo.py'),
+                                'course_llm.zoo.metadata': ('zoo.html#metadata', 'course_llm/zoo.py'),
+                                'course_llm.zoo.names': ('zoo.html#names', 'course_llm/zoo.py'),
+                                'course_llm.zoo.stream_loss': ('zoo.html#stream_loss', 'course_llm/zoo.py')}}}
