@@ -37,7 +37,11 @@ from sphinx.util.nodes import nested_parse_with_titles
 _DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
 
 # nbdev directive -> Jupyter Book cell tags
+# `export` is the hardened library code: folded behind a "show code" toggle, so a chapter reads as
+# its teaching version (nbdev's own docs hide exported source too). `exports` (nbdev: export and
+# show) keeps a cell that is both the teaching version and the library in view.
 _TAGS = {
+    "export": ["hide-input"],
     "hide": ["remove-cell"],
     "default_exp": ["remove-cell"],
     "eval: false": ["skip-execution"],

@@ -96,3 +96,20 @@ def test_constants_are_documented_with_their_type():
     lines = course_build.data_directive(tok, "WORD_PATTERN")
     assert lines[:3] == [".. py:data:: WORD_PATTERN", "   :module: course_llm.tokenizers",
                          "   :type: str"]
+
+
+@pytest.mark.parametrize(
+    "directive, tags",
+    [
+        ("export", ["hide-input"]),       # the library: folded behind "show code"
+        ("exports", []),                  # teaching code that is also exported: in view
+        ("hide", ["remove-cell"]),
+        ("eval: false", ["skip-execution"]),
+    ],
+)
+def test_directives_fold_the_library_and_keep_teaching_code_in_view(directive, tags):
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [],
+            "source": f"#| {directive}\ndef f(x):\n    return x\n"}
+    out = course_build.render_cell(cell)
+    assert out["source"] == "def f(x):\n    return x\n"
+    assert out["metadata"].get("tags", []) == tags
