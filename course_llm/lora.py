@@ -21,33 +21,35 @@ def _base_weight(base):
 
 
 class LoRALinear(nn.Module):
-    """A frozen linear layer plus a trainable low-rank update: ``y = base(x) + (alpha/r) x A^T B^T``.
+    """A frozen linear layer plus a low-rank update: ``base(x) + s x A^T B^T``.
 
-    In the notation of Hu et al. (2021): the base weight W (out, in) stays frozen, A (r, in) starts
-    random (Kaiming-uniform, like `nn.Linear`) and B (out, r) starts at zero, so at creation the
-    layer computes exactly what `base` computes. Only A and B train. Dropout, when set, applies to
-    the input of the low-rank path only.
+    In the notation of Hu et al. (2021), with s = alpha / r: the base weight W (out, in)
+    stays frozen, A (r, in) starts random (Kaiming-uniform, like `nn.Linear`) and
+    B (out, r) starts at zero, so at creation the layer computes exactly what `base`
+    computes. Only A and B train. Dropout, when set, applies to the input of the
+    low-rank path only.
 
     Args:
-        base: an `nn.Linear`, or a `course_llm.quantize.QuantLinear` (QLoRA: a quantized base).
-        r: the rank, a positive int (at most min(in, out) is useful; larger is allowed).
-        alpha: the scale numerator, a finite positive number; the update is multiplied by alpha / r.
-        dropout: probability in [0, 1) of zeroing an input of the low-rank path while training.
+        base: an `nn.Linear`, or a `course_llm.quantize.QuantLinear` (QLoRA).
+        r: the rank, a positive int.
+        alpha: a finite positive number; the update is multiplied by alpha / r.
+        dropout: probability in [0, 1) of zeroing an input of the low-rank path.
 
     Example:
         >>> lin = nn.Linear(4, 3)
         >>> lora = LoRALinear(lin, r=2, alpha=4)
         >>> x = torch.randn(5, 4)
-        >>> torch.equal(lora(x), lin(x)), tuple(lora.lora_A.shape), tuple(lora.lora_B.shape)
-        (True, (2, 4), (3, 2))
+        >>> torch.equal(lora(x), lin(x)), tuple(lora.lora_A.shape), lora.scaling
+        (True, (2, 4), 2.0)
     """
 
     def __init__(self, base, r, alpha, dropout=0.0):
         super().__init__()
         if isinstance(base, LoRALinear):
-            raise TypeError("`base` is already a LoRALinear: merge it (merge_lora) before adding another")
+            raise TypeError("`base` is already a LoRALinear: merge_lora it first")
         if not isinstance(base, (nn.Linear, QuantLinear)):
-            raise TypeError(f"`base` must be an nn.Linear or a QuantLinear, got {type(base).__name__}")
+            raise TypeError(f"`base` must be an nn.Linear or a QuantLinear, got "
+                            f"{type(base).__name__}")
         self.r = check_positive_int("r", r)
         self.alpha = check_float("alpha", alpha, min=0, min_open=True)
         self.dropout_p = check_float("dropout", dropout, min=0, max=1, max_open=True)
@@ -56,9 +58,10 @@ class LoRALinear(nn.Module):
             p.requires_grad_(False)
         self.in_features, self.out_features = base.in_features, base.out_features
         w = _base_weight(base)
-        self.lora_A = nn.Parameter(torch.empty(r, self.in_features, device=w.device, dtype=w.dtype))
-        self.lora_B = nn.Parameter(torch.zeros(self.out_features, r, device=w.device, dtype=w.dtype))
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))          # as nn.Linear's weight
+        like = dict(device=w.device, dtype=w.dtype)
+        self.lora_A = nn.Parameter(torch.empty(r, self.in_features, **like))
+        self.lora_B = nn.Parameter(torch.zeros(self.out_features, r, **like))
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))   # as nn.Linear's weight
         self.dropout = nn.Dropout(dropout)
 
     @property
@@ -67,12 +70,12 @@ class LoRALinear(nn.Module):
         return self.alpha / self.r
 
     def delta_weight(self):
-        """The update (alpha / r) B A, shape (out, in), that `merge_lora` adds to the base weight."""
-        return self.scaling * (self.lora_B @ self.lora_A)            # (out, r) @ (r, in)
+        """The update (alpha / r) B A, shape (out, in), that `merge_lora` adds to W."""
+        return self.scaling * (self.lora_B @ self.lora_A)       # (out, r) @ (r, in)
 
     def forward(self, x):
-        update = self.dropout(x) @ self.lora_A.T @ self.lora_B.T    # (..., in) -> (..., r) -> (..., out)
-        return self.base(x) + self.scaling * update
+        low = self.dropout(x) @ self.lora_A.T                   # (..., in) -> (..., r)
+        return self.base(x) + self.scaling * (low @ self.lora_B.T)   # (..., out)
 
     def extra_repr(self):
         return f"r={self.r}, alpha={self.alpha}, dropout={self.dropout_p}"
@@ -89,67 +92,70 @@ def _set_module(model, name, new):
 
 
 def add_lora(model, r, alpha, targets=("q_proj", "v_proj"), dropout=0.0):
-    """Wrap the target linear layers of `model` in `LoRALinear`, in place; freeze everything else.
+    """Wrap the target linear layers of `model` in `LoRALinear`; freeze everything else.
 
-    A module is a target when the last component of its dotted name equals an entry of `targets`:
-    ``"q_proj"`` matches ``blocks.3.attn.q_proj``. The Linear layers of the course `GPT` are
-    ``blocks.N.attn.{q_proj,k_proj,v_proj,out_proj}``, ``blocks.N.ffn.{w1,v,w2}`` (``v`` only in
-    SwiGLU models) and ``lm_head``. Every parameter of the model is frozen; only the new A and B
-    matrices train (see `lora_parameters`). A base may be an `nn.Linear` or a `QuantLinear`
-    (QLoRA).
+    In place. A module is a target when the last component of its dotted name equals an
+    entry of `targets`: ``"q_proj"`` matches ``blocks.3.attn.q_proj``. The linear layers
+    of the course `GPT` are ``blocks.N.attn.{q_proj,k_proj,v_proj,out_proj}``,
+    ``blocks.N.ffn.{w1,v,w2}`` (``v`` only in SwiGLU models) and ``lm_head``. Every
+    parameter of the model is frozen; only the new A and B train (`lora_parameters`).
+    A base may be an `nn.Linear` or a `QuantLinear` (QLoRA).
 
     Args:
-        model: any `nn.Module`, e.g. a course `GPT` or SmolLM2 from `course_llm.pretrained`.
+        model: any `nn.Module`, e.g. a course `GPT` or SmolLM2 (chapter 14).
         r, alpha, dropout: as for `LoRALinear`.
-        targets: a non-empty tuple of module names (last components); each must match at least
-            one linear layer.
+        targets: a non-empty tuple of module names (last components); each must match
+            at least one linear layer.
 
     Returns:
         The dotted names of the wrapped layers, in the model's order.
 
     Raises:
-        ValueError: a target matches nothing, or matches a module that is not a linear layer, or
-            the model already holds LoRA layers (merge them first).
+        ValueError: a target matches nothing, or a module that is not a linear layer,
+            or the model already holds LoRA layers (merge them first).
 
     Example:
         >>> m = nn.Sequential()
-        >>> m.add_module("q_proj", nn.Linear(4, 4)); m.add_module("v_proj", nn.Linear(4, 4))
+        >>> m.add_module("q_proj", nn.Linear(4, 4))
+        >>> m.add_module("v_proj", nn.Linear(4, 4))
         >>> add_lora(m, r=2, alpha=4)
         ['q_proj', 'v_proj']
         >>> sum(p.numel() for p in m.parameters() if p.requires_grad)
         32
     """
     _check_model(model)
-    if isinstance(targets, str) or not isinstance(targets, (tuple, list)) or not targets \
-            or not all(isinstance(t, str) and t for t in targets):
+    if (isinstance(targets, str) or not isinstance(targets, (tuple, list))
+            or not targets or not all(isinstance(t, str) and t for t in targets)):
         raise TypeError(f"`targets` must be a non-empty tuple of module names such as "
                         f"('q_proj', 'v_proj'), got {targets!r}")
     r = check_positive_int("r", r)
     alpha = check_float("alpha", alpha, min=0, min_open=True)
     dropout = check_float("dropout", dropout, min=0, max=1, max_open=True)
     if any(isinstance(m, LoRALinear) for m in model.modules()):
-        raise ValueError("`model` already holds LoRA layers: merge_lora(model) before adding more")
-    linear_names = [n for n, m in model.named_modules() if isinstance(m, (nn.Linear, QuantLinear))]
-    chosen = [n for n, m in model.named_modules() if n.rpartition(".")[2] in targets]
+        raise ValueError("`model` already holds LoRA layers: merge_lora(model) first")
+    modules = dict(model.named_modules())
+    linear = [n for n, m in modules.items() if isinstance(m, (nn.Linear, QuantLinear))]
+    chosen = [n for n in modules if n.rpartition(".")[2] in targets]
     matched = {n.rpartition(".")[2] for n in chosen}
     missing = [t for t in targets if t not in matched]
     if missing:
-        leaves = sorted({n.rpartition(".")[2] for n in linear_names})
-        raise ValueError(f"`targets` {missing} match no module of {type(model).__name__}; its "
-                         f"linear layers end in {leaves}")
-    wrong = [n for n in chosen if n not in linear_names]
+        leaves = sorted({n.rpartition(".")[2] for n in linear})
+        raise ValueError(f"`targets` {missing} match no module of "
+                         f"{type(model).__name__}; its linear layers end in {leaves}")
+    wrong = [n for n in chosen if n not in linear]
     if wrong:
-        raise ValueError(f"`targets` match {wrong[0]!r}, a {type(model.get_submodule(wrong[0])).__name__}"
-                         f", not a linear layer: name nn.Linear (or QuantLinear) modules")
+        kind = type(modules[wrong[0]]).__name__
+        raise ValueError(f"`targets` match {wrong[0]!r}, a {kind}, not a linear layer: "
+                         f"name nn.Linear (or QuantLinear) modules")
     for p in model.parameters():
         p.requires_grad_(False)
     for name in chosen:
-        _set_module(model, name, LoRALinear(model.get_submodule(name), r, alpha, dropout))
+        _set_module(model, name, LoRALinear(modules[name], r, alpha, dropout))
     return chosen
 
 
 def lora_parameters(model):
-    """The trainable tensors LoRA added: A and B of every `LoRALinear` of `model`, in order.
+    """The tensors LoRA added: A and B of every `LoRALinear` of `model`, in order.
 
     Example:
         >>> m = nn.Sequential(nn.Linear(4, 3))
@@ -158,19 +164,21 @@ def lora_parameters(model):
         [(2, 4), (3, 2)]
     """
     _check_model(model)
-    return [p for m in model.modules() if isinstance(m, LoRALinear) for p in (m.lora_A, m.lora_B)]
+    loras = [m for m in model.modules() if isinstance(m, LoRALinear)]
+    return [p for m in loras for p in (m.lora_A, m.lora_B)]
 
 # %% ../nbs/18_lora.ipynb #12a4cd1d
 def merge_lora(model):
-    """Fold every `LoRALinear` of `model` into a plain `nn.Linear` with weight W + (alpha/r) B A.
+    """Fold every `LoRALinear` of `model` into a plain `nn.Linear`, weight W + s B A.
 
-    In place; returns the dotted names of the merged layers. The merged model computes the same
-    function without the extra matrix products, and its `state_dict` has the keys it had before
-    `add_lora`. A merged weight is a new tensor: a base tied to another parameter (``lm_head``
-    tied to the token embedding) is untied, and the embedding keeps the frozen base weight. A
-    `QuantLinear` base is dequantized, so a merged QLoRA layer is a float `nn.Linear` (quantize
-    it again with `course_llm.quantize` if you need the memory back). The merged layers are
-    frozen, like the rest of the model.
+    In place, with s = alpha / r; returns the dotted names of the merged layers. The
+    merged model computes the same function without the extra products, and its
+    `state_dict` has the keys it had before `add_lora`. A merged weight is a new tensor:
+    a base tied to another parameter (``lm_head`` tied to the token embedding) is
+    untied, and the embedding keeps the frozen base weight. A `QuantLinear` base is
+    dequantized, so a merged QLoRA layer is a float `nn.Linear` (quantize it again with
+    `course_llm.quantize` to get the memory back). Merged layers are frozen, like the
+    rest of the model.
 
     Raises:
         ValueError: `model` holds no `LoRALinear`.
@@ -185,16 +193,17 @@ def merge_lora(model):
     _check_model(model)
     names = [n for n, m in model.named_modules() if isinstance(m, LoRALinear)]
     if not names:
-        raise ValueError("`model` holds no LoRALinear layers: nothing to merge (call add_lora first)")
+        raise ValueError("`model` holds no LoRALinear layers: nothing to merge "
+                         "(call add_lora first)")
     for name in names:
         lora = model.get_submodule(name)
-        w = _base_weight(lora.base)
-        merged = nn.Linear(lora.in_features, lora.out_features, bias=lora.base.bias is not None,
+        w, bias = _base_weight(lora.base), lora.base.bias
+        merged = nn.Linear(lora.in_features, lora.out_features, bias=bias is not None,
                            device=w.device, dtype=w.dtype)
         with torch.no_grad():
             merged.weight.copy_(w + lora.delta_weight())
-            if lora.base.bias is not None:
-                merged.bias.copy_(lora.base.bias)
+            if bias is not None:
+                merged.bias.copy_(bias)
         merged.requires_grad_(False)
         _set_module(model, name, merged)
     return names
