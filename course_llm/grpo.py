@@ -171,7 +171,7 @@ def response_mask(responses, eos_id):
 # %% ../nbs/20_grpo.ipynb #764d889d
 @dataclass
 class GRPOConfig:
-    """Hyperparameters of `GRPOTrainer` (DeepSeekMath's clip and KL weight by default).
+    """Hyperparameters of `GRPOTrainer` (PPO's clip and DeepSeekMath's KL weight by default).
 
     Attributes:
         group_size: G, responses sampled per prompt (>= 2).
