@@ -1,0 +1,13 @@
+# Planted bug: the reference solution of 20_group_advantages normalising over the whole batch.
+# course-llm exercise: 20_group_advantages
+# expect-fail: per_group flat_group_zero
+import torch
+
+
+def group_advantages(rewards, group_size):
+    return (rewards - rewards.mean()) / (rewards.std() + 1e-4)             # BUG: not per group
+
+
+def k3_kl(logprobs, ref_logprobs):
+    d = ref_logprobs - logprobs
+    return torch.exp(d) - d - 1
