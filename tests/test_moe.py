@@ -274,3 +274,14 @@ def test_bad_helper_inputs_are_rejected():
         expert_capacity(8, 2, 1, float("nan"))
     with pytest.raises(ValueError, match="d_ff"):
         Experts(2, 8, 0)
+
+
+def test_moe_gpt_generates_the_same_tokens_with_and_without_the_kv_cache():
+    from course_llm.generate import generate
+    torch.manual_seed(8)
+    model = GPT(GPTConfig.llama_style(vocab_size=20, max_len=24, n_layer=2, d_model=16, n_head=2,
+                                      n_kv_head=1, n_expert=3, top_k_expert=2)).eval()
+    idx = torch.randint(0, 20, (2, 4))
+    cached = generate(model, idx, 10, temperature=0, use_cache=True)
+    uncached = generate(model, idx, 10, temperature=0, use_cache=False)
+    assert torch.equal(cached, uncached)
