@@ -653,10 +653,12 @@ class TransformerBlock(nn.Module):
     `rope` (if position == "rope"). With ``n_expert > 0`` the FFN is a `course_llm.moe.MoE`,
     and each forward pass sets `moe_aux` (its aux dict) and `aux_loss`, the weighted sum
     balance_loss_coef * aux["balance"] + z_loss_coef * aux["z"] that a model adds to its
-    training loss (both None for a dense FFN). GPT, BERT, T5 and ViT all stack this block; what differs
-    between them is only the config (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5:
-    RMSNorm, no biases, unscaled attention whose relative position bias arrives as an additive
-    `mask`; ViT: pre-LN, bidirectional).
+    training loss (both None for a dense FFN).
+
+    GPT, BERT, T5 and ViT all stack this block; what differs between them is only the config
+    (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5: RMSNorm, no biases, unscaled
+    attention whose relative position bias arrives as an additive `mask`; ViT: pre-LN,
+    bidirectional).
 
     Args:
         config: a `TransformerConfig`.
@@ -701,7 +703,8 @@ class TransformerBlock(nn.Module):
     def _moe_ffn(self, h):
         y, self.moe_aux = self.ffn(h)
         c = self.config
-        self.aux_loss = c.balance_loss_coef * self.moe_aux["balance"] + c.z_loss_coef * self.moe_aux["z"]
+        aux = self.moe_aux
+        self.aux_loss = c.balance_loss_coef * aux["balance"] + c.z_loss_coef * aux["z"]
         return y
 
     def forward(self, x, mask=None, context=None, context_mask=None, positions=None, cache=None,
@@ -735,4 +738,5 @@ class TransformerBlock(nn.Module):
         elif context is not None or context_cache is not None:
             raise ValueError("`context` given but the block has no cross-attention; "
                              "set cross_attention=True in the config")
-        return self._sublayer(x, self.norm2, self._moe_ffn if self.config.n_expert else self.ffn)
+        ffn = self._moe_ffn if self.config.n_expert else self.ffn
+        return self._sublayer(x, self.norm2, ffn)
