@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from .core import (check_bool, check_choice, check_float, check_int, check_positive_int,
                              check_tensor, check_token_ids)
+from .moe import Experts
 from .layers import (ConfigAlias, PositionEmbedding, TransformerBlock, TransformerConfig,
                                init_config, make_norm)
 
@@ -25,7 +26,8 @@ class GPTConfig(TransformerConfig):
 
     A `TransformerConfig` (the block's switches, with their meaning from chapter 06: `d_model`,
     `n_head`, `n_kv_head`, `d_head`, `d_ff`, `norm`, `norm_eps`, `ffn`, `activation`,
-    `position`, `rope_base`, `max_len`, `bias`, `dropout`, ...) plus the fields of the whole
+    `position`, `rope_base`, `max_len`, `bias`, `dropout`, the mixture-of-experts fields
+    `n_expert`, `top_k_expert`, ...) plus the fields of the whole
     model below. The blocks are always pre-LN and causal. The defaults are GPT-2 small's
     (`GPT_DEFAULTS`: d_model 768, 12 heads, tanh-GELU). Use `GPTConfig.gpt2_style(...)` and
     `GPTConfig.llama_style(...)` for the two families, and `GPTConfig.preset(name)` for the
@@ -181,7 +183,7 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)        # B: (N_V, d)
         self.apply(self._init_weights)
         for name, p in self.named_parameters():       # residual projections: std / sqrt(2 L)
-            if name.endswith(("attn.out_proj.weight", "ffn.w2.weight")):
+            if name.endswith(("attn.out_proj.weight", "ffn.w2.weight", "ffn.experts.w2")):
                 nn.init.normal_(p, mean=0.0, std=c.init_std / math.sqrt(2 * c.n_layer))
         if c.tie_weights:
             self.lm_head.weight = self.tok_emb.weight                          # B = A^T
@@ -191,6 +193,8 @@ class GPT(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
+        elif isinstance(module, Experts):
+            module.reset_parameters(std=self.config.init_std)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
         elif isinstance(module, PositionEmbedding) and module.kind == "learned":
@@ -261,7 +265,9 @@ class GPT(nn.Module):
 
         Returns:
             ``(logits, loss)``: logits of shape (batch, T, vocab_size) and the mean loss over
-            the counted positions (a scalar), or None when `targets` is None.
+            the counted positions (a scalar), or None when `targets` is None. In training mode
+            a model with MoE blocks (``n_expert > 0``) adds `aux_loss()`, their weighted
+            load-balancing and z-losses, to it; in eval mode the loss is the cross-entropy alone.
         """
         if targets is not None:
             check_int("ignore_index", ignore_index)
@@ -275,7 +281,18 @@ class GPT(nn.Module):
             return logits, None
         loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten().long(),
                                ignore_index=ignore_index)
+        if self.training and self.config.n_expert:
+            loss = loss + self.aux_loss()
         return logits, loss
+
+    def aux_loss(self):
+        """The MoE blocks' auxiliary losses from the last forward pass, summed over layers.
+
+        Each block contributes balance_loss_coef * balance + z_loss_coef * z (see
+        `course_llm.layers.TransformerBlock`); a dense model, or one not yet run, gives 0.
+        """
+        losses = [b.aux_loss for b in self.blocks if b.aux_loss is not None]
+        return torch.stack(losses).sum() if losses else torch.zeros(())
 
     @classmethod
     def from_hf(cls, model):
@@ -349,6 +366,8 @@ def count_parameters(config):
     attention = d * (H + 2 * H_kv) * d_head + H * d_head * d + b * ((H + 2 * H_kv) * d_head + d)
     n_mats = 3 if c.ffn == "glu" else 2
     ffn = n_mats * d * d_ff + b * ((n_mats - 1) * d_ff + d)
+    if c.n_expert:                                    # E experts without biases, and a router
+        ffn = c.n_expert * n_mats * d * d_ff + d * c.n_expert
     one_norm = d * (2 if c.norm == "layer" and c.bias else 1)
     counts = {
         "embedding": c.vocab_size * d,
@@ -491,6 +510,9 @@ def _to_hf(gpt):
     import transformers
 
     c = gpt.config
+    if c.n_expert:
+        raise ValueError("to_hf covers dense models only: this one has mixture-of-experts FFNs "
+                         f"(n_expert={c.n_expert})")
     bc = c.block_config()
     gpt2_like = (c.position == "learned" and c.norm == "layer" and c.ffn == "mlp" and c.bias
                  and (c.n_kv_head or c.n_head) == c.n_head and bc.head_dim * c.n_head == c.d_model)

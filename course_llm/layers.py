@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .attention import MultiHeadAttention
+from .moe import MoE
 from .core import (check_bool, check_choice, check_float, check_int, check_positive_int,
                              check_tensor)
 
@@ -548,6 +549,13 @@ class TransformerConfig:
         dropout: dropout on attention weights and on each sub-layer's output.
         attention_scale: score multiplier (None = 1/sqrt(d_head); T5 uses 1).
         fused_qkv: one matrix product for self-attention's q, k, v (faster; rounds differently).
+        n_expert: 0 for a dense FFN; E >= 1 for a mixture of E experts, each the FFN that
+            `ffn`, `activation` and `d_ff` describe (`course_llm.moe.MoE`, chapter 19).
+        top_k_expert: experts per token k of the mixture (1 <= k <= n_expert).
+        capacity_factor: slots per expert of the mixture, as a multiple of an even share
+            (None = no limit; see `course_llm.moe.expert_capacity`).
+        balance_loss_coef: weight alpha of the load-balancing loss (Switch Transformer: 0.01).
+        z_loss_coef: weight of the router z-loss (ST-MoE: 0.001).
 
     Example:
         >>> TransformerConfig(d_model=64, n_head=4, ffn="glu", activation="silu").hidden_dim
@@ -573,6 +581,11 @@ class TransformerConfig:
     dropout: float = 0.0
     attention_scale: float | None = None
     fused_qkv: bool = False
+    n_expert: int = 0
+    top_k_expert: int = 1
+    capacity_factor: float | None = None
+    balance_loss_coef: float = 0.01
+    z_loss_coef: float = 0.001
 
     def __post_init__(self):
         check_choice("norm", self.norm, ("layer", "rms"))
@@ -589,6 +602,12 @@ class TransformerConfig:
         check_float("norm_eps", self.norm_eps, min=0.0)
         check_float("rope_base", self.rope_base, min=0.0, min_open=True)
         check_float("dropout", self.dropout, min=0.0, max=1.0, max_open=True)
+        check_int("n_expert", self.n_expert, min=0)
+        check_int("top_k_expert", self.top_k_expert, min=1, max=max(self.n_expert, 1))
+        if self.capacity_factor is not None:
+            check_float("capacity_factor", self.capacity_factor, min=0.0, min_open=True)
+        check_float("balance_loss_coef", self.balance_loss_coef, min=0.0)
+        check_float("z_loss_coef", self.z_loss_coef, min=0.0)
         if self.attention_scale is not None:
             check_float("attention_scale", self.attention_scale)
         if self.d_head is None and self.d_model % self.n_head:
@@ -631,10 +650,15 @@ class TransformerBlock(nn.Module):
 
     Pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)). Post-LN: LN(x + MHA(x)), then LN(x + FFN(x)).
     Submodules: `attn`, `norm1`; `cross_attn`, `norm_cross` (if cross_attention); `ffn`, `norm2`;
-    `rope` (if position == "rope"). GPT, BERT, T5 and ViT all stack this block; what differs
-    between them is only the config (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5:
-    RMSNorm, no biases, unscaled attention whose relative position bias arrives as an additive
-    `mask`; ViT: pre-LN, bidirectional).
+    `rope` (if position == "rope"). With ``n_expert > 0`` the FFN is a `course_llm.moe.MoE`,
+    and each forward pass sets `moe_aux` (its aux dict) and `aux_loss`, the weighted sum
+    balance_loss_coef * aux["balance"] + z_loss_coef * aux["z"] that a model adds to its
+    training loss (both None for a dense FFN).
+
+    GPT, BERT, T5 and ViT all stack this block; what differs between them is only the config
+    (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5: RMSNorm, no biases, unscaled
+    attention whose relative position bias arrives as an additive `mask`; ViT: pre-LN,
+    bidirectional).
 
     Args:
         config: a `TransformerConfig`.
@@ -659,8 +683,14 @@ class TransformerBlock(nn.Module):
                                                  d_head=c.d_head, d_context=c.d_context, bias=c.bias,
                                                  dropout=c.dropout, scale=c.attention_scale)
             self.norm_cross = make_norm(c)
-        ffn = MLP if c.ffn == "mlp" else GLU
-        self.ffn = ffn(c.d_model, c.hidden_dim, activation=c.activation, bias=c.bias)
+        if c.n_expert:
+            self.ffn = MoE(c.d_model, c.hidden_dim, c.n_expert, c.top_k_expert,
+                           capacity_factor=c.capacity_factor, activation=c.activation,
+                           glu=c.ffn == "glu")
+        else:
+            ffn = MLP if c.ffn == "mlp" else GLU
+            self.ffn = ffn(c.d_model, c.hidden_dim, activation=c.activation, bias=c.bias)
+        self.moe_aux = self.aux_loss = None                 # set by forward for an MoE FFN
         self.norm2 = make_norm(c)
         self.rope = RotaryEmbedding(c.head_dim, c.rope_base) if c.position == "rope" else None
         self.drop = nn.Dropout(c.dropout)
@@ -669,6 +699,13 @@ class TransformerBlock(nn.Module):
         if self.config.pre_norm:
             return x + self.drop(fn(norm(x)))
         return norm(x + self.drop(fn(x)))
+
+    def _moe_ffn(self, h):
+        y, self.moe_aux = self.ffn(h)
+        c = self.config
+        aux = self.moe_aux
+        self.aux_loss = c.balance_loss_coef * aux["balance"] + c.z_loss_coef * aux["z"]
+        return y
 
     def forward(self, x, mask=None, context=None, context_mask=None, positions=None, cache=None,
                 context_cache=None):
@@ -701,4 +738,5 @@ class TransformerBlock(nn.Module):
         elif context is not None or context_cache is not None:
             raise ValueError("`context` given but the block has no cross-attention; "
                              "set cross_attention=True in the config")
-        return self._sublayer(x, self.norm2, self.ffn)
+        ffn = self._moe_ffn if self.config.n_expert else self.ffn
+        return self._sublayer(x, self.norm2, ffn)

@@ -1,0 +1,30 @@
+# Planted bug: the reference solution of 19_moe_routing that serves capacity token by token (a token's second choice before later first choices).
+# course-llm exercise: 19_moe_routing
+# expect-fail: capacity_first_choices_first
+import torch
+
+
+def top_k_route(logits, k):
+    probs = logits.softmax(dim=-1)
+    gates, experts = probs.topk(k, dim=-1)
+    if k > 1:
+        gates = gates / gates.sum(dim=-1, keepdim=True)
+    return gates, experts
+
+
+def balance_loss(logits, experts):
+    n_expert = logits.size(-1)
+    f = torch.bincount(experts.flatten(), minlength=n_expert).float() / experts.numel()
+    return n_expert * (f * logits.softmax(dim=-1).mean(dim=0)).sum()
+
+
+def keep_mask(experts, n_expert, capacity):
+    keep = torch.zeros(experts.shape, dtype=torch.bool)
+    used = [0] * n_expert
+    for t in range(experts.size(0)):                                 # BUG: token-major order
+        for r in range(experts.size(1)):
+            i = int(experts[t, r])
+            if used[i] < capacity:
+                used[i] += 1
+                keep[t, r] = True
+    return keep
