@@ -73,17 +73,21 @@ def _choice_case(rng):
             return scores, lengths, raw, norm
 
 
+def _check_pick(student, rng, normalize):
+    scores, lengths, raw, norm = _choice_case(rng)
+    got = student.pick_choice(list(scores), list(lengths), normalize)
+    want = norm if normalize else raw
+    expect(got == want, f"pick_choice({scores}, {lengths}, normalize={normalize}) returned {got!r}, "
+                        f"expected {want}")
+
+
 @choice_exercise.check(points=1, hint="scores are log-probabilities (higher is better): take the "
                        "argmax, not the argmin as you would for a loss")
 def summed_choice(student, rng):
-    scores, lengths, raw, _ = _choice_case(rng)
-    got = student.pick_choice(list(scores), list(lengths), False)
-    expect(got == raw, f"pick_choice({scores}, {lengths}, normalize=False) returned {got!r}, expected {raw}")
+    _check_pick(student, rng, False)
 
 
 @choice_exercise.check(points=1, hint="with normalize=True compare score / length of each choice "
                        "(the per-character log-likelihood), not the raw score")
 def normalized_choice(student, rng):
-    scores, lengths, _, norm = _choice_case(rng)
-    got = student.pick_choice(list(scores), list(lengths), True)
-    expect(got == norm, f"pick_choice({scores}, {lengths}, normalize=True) returned {got!r}, expected {norm}")
+    _check_pick(student, rng, True)
