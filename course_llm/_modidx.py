@@ -172,6 +172,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'course_llm.evals._cloze_source': ('evals.html#_cloze_source', 'course_llm/evals.py'),
                                   'course_llm.evals._context': ('evals.html#_context', 'course_llm/evals.py'),
                                   'course_llm.evals._encode': ('evals.html#_encode', 'course_llm/evals.py'),
+                                  'course_llm.evals._is_word': ('evals.html#_is_word', 'course_llm/evals.py'),
                                   'course_llm.evals._sentiment': ('evals.html#_sentiment', 'course_llm/evals.py'),
                                   'course_llm.evals._sentiment_pool': ('evals.html#_sentiment_pool', 'course_llm/evals.py'),
                                   'course_llm.evals._string_rules': ('evals.html#_string_rules', 'course_llm/evals.py'),

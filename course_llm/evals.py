@@ -22,20 +22,23 @@ __all__ = ['SENTIMENT_TEMPLATES', 'sliding_nll', 'perplexity', 'choice_logprobs'
 def _check_tokenizer(tokenizer, need_decode=False):
     for method in ("encode", "decode") if need_decode else ("encode",):
         if not callable(getattr(tokenizer, method, None)):
-            raise TypeError(f"`tokenizer` must have a method `{method}` (str -> list[int] for encode), "
-                            f"got {type(tokenizer).__name__}; pass e.g. the tokenizer of zoo.load")
+            raise TypeError(f"`tokenizer` must have a method `{method}` (encode: str -> "
+                            f"list[int]), got {type(tokenizer).__name__}; pass e.g. the "
+                            "tokenizer of zoo.load")
     return tokenizer
 
 
 def _encode(tokenizer, text, what):
     ids = tokenizer.encode(text)
-    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, int) and i >= 0 for i in ids):
-        raise TypeError(f"`tokenizer.encode` must return a list of non-negative ints for {what}")
+    if not isinstance(ids, (list, tuple)) or not all(
+            isinstance(i, int) and i >= 0 for i in ids):
+        raise TypeError(f"`tokenizer.encode` must return a list of non-negative ints for "
+                        f"{what}")
     return list(ids)
 
 
 def _context(model, max_len):
-    """The window length: `max_len` if given (at most the model's), else the model's context."""
+    """The window: `max_len` if given (at most the model's), else the model's context."""
     limit = getattr(getattr(model, "config", None), "max_len", None)
     if max_len is None:
         if limit is None:
@@ -68,7 +71,9 @@ def sliding_nll(model, ids, *, max_len, stride):
 
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8, n_head=2))
+        >>> config = GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8,
+        ...                               n_head=2)
+        >>> m = GPT(config)
         >>> ids = torch.arange(20) % 5
         >>> [sliding_nll(m, ids, max_len=8, stride=s)[1] for s in (8, 4, 1)]
         [17, 19, 19]
@@ -77,15 +82,16 @@ def sliding_nll(model, ids, *, max_len, stride):
     stride = check_int("stride", stride, min=1, max=max_len)
     ids = torch.as_tensor(ids, dtype=torch.long)
     if ids.ndim != 1 or len(ids) < 2:
-        raise ValueError(f"`ids` must be 1-D with at least 2 tokens, got shape {tuple(ids.shape)}")
+        raise ValueError(f"`ids` must be 1-D with at least 2 tokens, got shape "
+                         f"{tuple(ids.shape)}")
     device = next(model.parameters()).device
     nll, n, scored_up_to = 0.0, 0, 0            # tokens before `scored_up_to` are done
     for begin in range(0, len(ids) - 1, stride):
         end = min(begin + max_len, len(ids))
         window = ids[begin:end].to(device)                       # (L,)
-        logits = model(window[None, :-1])[0][0]                  # (L-1, V): predicts window[1:]
+        logits = model(window[None, :-1])[0][0]                  # (L-1, V): window[1:]
         losses = F.cross_entropy(logits.float(), window[1:], reduction="none")
-        new = end - max(scored_up_to, begin + 1)                 # targets not scored before
+        new = end - max(scored_up_to, begin + 1)                 # targets not yet scored
         nll += losses[len(losses) - new:].sum().item()
         n, scored_up_to = n + new, end
         if end == len(ids):
@@ -111,17 +117,20 @@ def perplexity(model, tokenizer, text, *, stride=None, max_len=None):
     Example:
         >>> from course_llm.zoo import load
         >>> model, tok = load("gpt-shakespeare-char")
-        >>> 2 < perplexity(model, tok, "But soft, what light through yonder window breaks?") < 10
+        >>> 2 < perplexity(model, tok, "But soft, what light through yonder window?") < 10
         True
     """
     _check_tokenizer(tokenizer)
     if not isinstance(text, str) or not text:
         raise ValueError("`text` must be a non-empty string")
     max_len = _context(model, max_len)
-    stride = max(1, max_len // 2) if stride is None else check_int("stride", stride, min=1, max=max_len)
+    if stride is None:
+        stride = max(1, max_len // 2)
+    stride = check_int("stride", stride, min=1, max=max_len)
     ids = _encode(tokenizer, text, "`text`")
     if len(ids) < 2:
-        raise ValueError("`text` must encode to at least 2 tokens (the first is never predicted)")
+        raise ValueError("`text` must encode to at least 2 tokens (the first is never "
+                         "predicted)")
     nll, n = sliding_nll(model, ids, max_len=max_len, stride=stride)
     return float(torch.tensor(nll / n).exp())
 
@@ -131,14 +140,16 @@ def _check_items(items, kind):
         raise ValueError("`items` must be a non-empty list of dicts (see `task`)")
     for k, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
-            raise ValueError(f"`items[{k}]` must be a dict with a str 'prompt', got {item!r:.80}")
+            raise ValueError(f"`items[{k}]` must be a dict with a str 'prompt', got "
+                             f"{item!r:.80}")
         if kind == "mc":
             choices = item.get("choices")
             if not isinstance(choices, (list, tuple)) or len(choices) < 2 or not all(
                     isinstance(c, str) and c for c in choices):
-                raise ValueError(f"`items[{k}]` needs 'choices': a list of at least two non-empty "
-                                 f"strings, got {choices!r:.80}")
-            check_int(f"items[{k}]['answer']", item.get("answer"), min=0, max=len(choices) - 1)
+                raise ValueError(f"`items[{k}]` needs 'choices': a list of at least two "
+                                 f"non-empty strings, got {choices!r:.80}")
+            check_int(f"items[{k}]['answer']", item.get("answer"), min=0,
+                      max=len(choices) - 1)
         elif not isinstance(item.get("answer"), str):
             raise ValueError(f"`items[{k}]` needs a str 'answer' for exact match")
     return items
@@ -154,7 +165,9 @@ def choice_logprobs(model, prompt_ids, choice_ids):
 
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8, n_head=2))
+        >>> config = GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8,
+        ...                               n_head=2)
+        >>> m = GPT(config)
         >>> a = choice_logprobs(m, [1, 2], [[3], [4]])
         >>> b = choice_logprobs(m, [1, 2], [[3, 0], [4]])
         >>> abs(a[1] - b[1]) < 1e-5
@@ -169,9 +182,9 @@ def choice_logprobs(model, prompt_ids, choice_ids):
     rows = [prompt_ids + c for c in choice_ids]
     T = max(map(len, rows))
     idx = torch.tensor([r + [0] * (T - len(r)) for r in rows], device=device)   # (C, T)
-    logp = model(idx[:, :-1])[0].float().log_softmax(-1)                    # (C, T-1, V)
+    logp = model(idx[:, :-1])[0].float().log_softmax(-1)              # (C, T-1, V)
     out = []
-    for j, c in enumerate(choice_ids):                    # token P+i is predicted at P+i-1
+    for j, c in enumerate(choice_ids):              # token P+i is predicted at P+i-1
         pos = torch.arange(P - 1, P - 1 + len(c), device=device)
         out.append(logp[j, pos, torch.tensor(c, device=device)].sum().item())
     return out
@@ -203,21 +216,24 @@ def multiple_choice(model, tokenizer, items, *, max_len=None):
     Example:
         >>> from course_llm.zoo import load
         >>> model, tok = load("gpt-shakespeare-char")
-        >>> item = {"prompt": "ROMEO:\\nBut soft, what light through yonder", "choices": [" window", " qxzv"], "answer": 0}
+        >>> item = {"prompt": "ROMEO:\\nBut soft, what light through yonder",
+        ...         "choices": [" window", " qxzv"], "answer": 0}
         >>> multiple_choice(model, tok, [item])["pred"]
         [0]
     """
     _check_tokenizer(tokenizer)
     _check_items(items, "mc")
     L = _context(model, max_len)
-    result = {k: [] for k in ("pred", "pred_norm", "correct", "correct_norm", "logprobs")}
+    keys = ("pred", "pred_norm", "correct", "correct_norm", "logprobs")
+    result = {k: [] for k in keys}
     for k, item in enumerate(items):
         prompt = _encode(tokenizer, item["prompt"], f"items[{k}]['prompt']")
-        choices = [_encode(tokenizer, c, f"items[{k}]['choices']") for c in item["choices"]]
+        choices = [_encode(tokenizer, c, f"items[{k}]['choices']")
+                   for c in item["choices"]]
         longest = max(map(len, choices))
         if not prompt or not all(choices) or longest >= L:
-            raise ValueError(f"`items[{k}]`: the prompt and every choice must encode to at least "
-                             f"one token, and each choice to fewer than max_len={L}")
+            raise ValueError(f"`items[{k}]`: the prompt and every choice must encode to at "
+                             f"least one token, and each choice to fewer than max_len={L}")
         lp = choice_logprobs(model, prompt[-(L + 1 - longest):], choices)
         norm = [v / len(c) for v, c in zip(lp, item["choices"])]
         for name, scores in (("pred", lp), ("pred_norm", norm)):
@@ -255,15 +271,18 @@ def exact_match(generate_fn, items):
         ``correct`` (0/1 per item).
 
     Example:
-        >>> exact_match(lambda p: " 4.\\n", [{"prompt": "2 plus 2 is", "answer": "4"}])["accuracy"]
+        >>> items = [{"prompt": "2 plus 2 is", "answer": "4"}]
+        >>> exact_match(lambda p: " 4.\\n", items)["accuracy"]
         1.0
     """
     if not callable(generate_fn):
-        raise TypeError(f"`generate_fn` must be a function prompt -> text, got {type(generate_fn).__name__}")
+        raise TypeError(f"`generate_fn` must be a function prompt -> text, got "
+                        f"{type(generate_fn).__name__}")
     _check_items(items, "exact")
     preds = [normalize_answer(generate_fn(item["prompt"])) for item in items]
-    correct = [int(p == normalize_answer(item["answer"])) for p, item in zip(preds, items)]
-    return {"accuracy": sum(correct) / len(items), "predictions": preds, "correct": correct}
+    correct = [int(p == normalize_answer(it["answer"])) for p, it in zip(preds, items)]
+    return {"accuracy": sum(correct) / len(items), "predictions": preds,
+            "correct": correct}
 
 
 def greedy_generator(model, tokenizer, max_new_tokens=8):
@@ -308,26 +327,34 @@ def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
     seed = check_int("seed", seed, min=0)
     x = torch.as_tensor(scores, dtype=torch.float64)
     if x.ndim != 1 or len(x) == 0 or not torch.isfinite(x).all():
-        raise ValueError("`scores` must be a non-empty 1-D list of finite numbers (one per item)")
+        raise ValueError("`scores` must be a non-empty 1-D list of finite numbers (one per "
+                         "item)")
     g = torch.Generator().manual_seed(seed)
-    means = x[torch.randint(len(x), (n_boot, len(x)), generator=g)].mean(1)   # (n_boot,)
-    low, high = torch.quantile(means, torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64))
+    means = x[torch.randint(len(x), (n_boot, len(x)), generator=g)].mean(1)  # (n_boot,)
+    q = torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64)
+    low, high = torch.quantile(means, q)
     return x.mean().item(), low.item(), high.item()
 
 # %% ../nbs/21_evals.ipynb #74790dd8
 _PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'-")
 
-SENTIMENT_TEMPLATES = (          # (prompt with {text}, choices for labels 0 and 1)
+#: The prompt templates of the sentiment task: (prompt with {text}, choices for labels 0, 1).
+SENTIMENT_TEMPLATES = (
     ("Review: {text}\nSentiment:", (" negative", " positive")),
-    ("{text}\nQuestion: was that review positive or negative? Answer:", (" negative", " positive")),
+    ("{text}\nQuestion: was that review positive or negative? Answer:",
+     (" negative", " positive")),
     ("A critic wrote: \"{text}\" In one word, the film was", (" bad", " good")),
 )
+
+
+def _is_word(w):
+    return w.isalpha() and w.islower() and len(w) >= 4
 
 
 @functools.lru_cache(maxsize=1)
 def _cloze_source():
     text = corpus_splits("shakespeare")[2]
-    return text, sorted({w for w in text.split() if w.isalpha() and w.islower() and len(w) >= 4})
+    return text, sorted({w for w in text.split() if _is_word(w)})
 
 
 @functools.lru_cache(maxsize=1)
@@ -341,14 +368,14 @@ def _cloze(rng, n):
     items = []
     while len(items) < n:
         end = rng.randrange(200, len(text) - 50)
-        start = text.rfind(" ", 0, end) + 1                     # a word starts at `start`
+        start = text.rfind(" ", 0, end) + 1                 # a word starts at `start`
         word = text[start:].split(maxsplit=1)[0]
-        if not (word.isalpha() and word.islower() and len(word) >= 4) or text[start - 1] != " ":
+        if not _is_word(word) or text[start - 1] != " ":
             continue
         choices = [word] + rng.sample([w for w in words if w != word], 3)
         rng.shuffle(choices)
-        items.append({"prompt": text[start - 150:start - 1], "choices": [" " + c for c in choices],
-                      "answer": choices.index(word)})
+        items.append({"prompt": text[start - 150:start - 1],
+                      "choices": [" " + c for c in choices], "answer": choices.index(word)})
     return items
 
 
@@ -364,13 +391,18 @@ def _arithmetic(rng, n, shots=3):
         return f"{a} plus {b} is", f" {a + b}."
     items = []
     for _ in range(n):
-        pairs = [(rng.randrange(10, 50), rng.randrange(10, 50)) for _ in range(shots + 1)]
+        pairs = [(rng.randrange(10, 50), rng.randrange(10, 50))
+                 for _ in range(shots + 1)]
         demos = "".join(q + a + "\n" for q, a in map(lambda p: line(*p), pairs[:-1]))
-        items.append({"prompt": demos + line(*pairs[-1])[0], "answer": str(sum(pairs[-1]))})
+        items.append({"prompt": demos + line(*pairs[-1])[0],
+                      "answer": str(sum(pairs[-1]))})
     return items
 
 
-def _string_rules(rng, n, shots=3, rules=("copy", "reverse", "rotate_left", "swap_ends", "double")):
+_RULES = ("copy", "reverse", "rotate_left", "swap_ends", "double")
+
+
+def _string_rules(rng, n, shots=3, rules=_RULES):
     def show(s):
         return "".join("abcdefgh"[c] for c in s)
     items = []
@@ -378,11 +410,13 @@ def _string_rules(rng, n, shots=3, rules=("copy", "reverse", "rotate_left", "swa
         rule = STRING_RULES[rng.choice(rules)]
         xs = [rng.sample(range(8), 3) for _ in range(shots + 1)]
         demos = "".join(f"{show(x)}: {show(rule(x, None, 8))}\n" for x in xs[:-1])
-        items.append({"prompt": demos + f"{show(xs[-1])}:", "answer": show(rule(xs[-1], None, 8))})
+        items.append({"prompt": demos + f"{show(xs[-1])}:",
+                      "answer": show(rule(xs[-1], None, 8))})
     return items
 
 
-_TASKS = {"shakespeare_cloze": "mc", "sentiment": "mc", "arithmetic": "exact", "string_rules": "exact"}
+_TASKS = {"shakespeare_cloze": "mc", "sentiment": "mc", "arithmetic": "exact",
+          "string_rules": "exact"}
 
 # %% ../nbs/21_evals.ipynb #84ac3aa6
 def tasks():
