@@ -3,20 +3,16 @@
 # %% ../nbs/21_evals.ipynb #22df3af8
 from __future__ import annotations
 
-import functools
-import random
-
 import torch
 import torch.nn.functional as F
 
-from .core import check_choice, check_float, check_int, check_positive_int
-from .data import corpus_splits, load_sentiment
+from .core import check_float, check_int, check_positive_int
+from .eval_tasks import SENTIMENT_TEMPLATES, task, tasks  # re-exported here
 from .generate import generate
-from .icl import STRING_RULES
 
 # %% auto #0
-__all__ = ['SENTIMENT_TEMPLATES', 'sliding_nll', 'perplexity', 'choice_logprobs', 'multiple_choice', 'normalize_answer',
-           'exact_match', 'greedy_generator', 'bootstrap_ci', 'tasks', 'task']
+__all__ = ['sliding_nll', 'perplexity', 'choice_logprobs', 'multiple_choice', 'normalize_answer', 'exact_match',
+           'greedy_generator', 'bootstrap_ci']
 
 # %% ../nbs/21_evals.ipynb #ca9c0adc
 def _check_tokenizer(tokenizer, need_decode=False):
@@ -334,132 +330,3 @@ def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
     q = torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64)
     low, high = torch.quantile(means, q)
     return x.mean().item(), low.item(), high.item()
-
-# %% ../nbs/21_evals.ipynb #74790dd8
-_PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'-")
-
-#: The prompt templates of the sentiment task: (prompt with {text}, choices for labels 0, 1).
-SENTIMENT_TEMPLATES = (
-    ("Review: {text}\nSentiment:", (" negative", " positive")),
-    ("{text}\nQuestion: was that review positive or negative? Answer:",
-     (" negative", " positive")),
-    ("A critic wrote: \"{text}\" In one word, the film was", (" bad", " good")),
-)
-
-
-def _is_word(w):
-    return w.isalpha() and w.islower() and len(w) >= 4
-
-
-@functools.lru_cache(maxsize=1)
-def _cloze_source():
-    text = corpus_splits("shakespeare")[2]
-    return text, sorted({w for w in text.split() if _is_word(w)})
-
-
-@functools.lru_cache(maxsize=1)
-def _sentiment_pool():
-    texts, labels = load_sentiment("rt", "test")
-    return [(t, y) for t, y in zip(texts, labels) if set(t) <= _PLAIN and len(t) <= 100]
-
-
-def _cloze(rng, n):
-    text, words = _cloze_source()
-    items = []
-    while len(items) < n:
-        end = rng.randrange(200, len(text) - 50)
-        start = text.rfind(" ", 0, end) + 1                 # a word starts at `start`
-        word = text[start:].split(maxsplit=1)[0]
-        if not _is_word(word) or text[start - 1] != " ":
-            continue
-        choices = [word] + rng.sample([w for w in words if w != word], 3)
-        rng.shuffle(choices)
-        items.append({"prompt": text[start - 150:start - 1],
-                      "choices": [" " + c for c in choices], "answer": choices.index(word)})
-    return items
-
-
-def _sentiment(rng, n, template):
-    pool = _sentiment_pool()
-    prompt, choices = SENTIMENT_TEMPLATES[template]
-    return [{"prompt": prompt.format(text=t), "choices": list(choices), "answer": y}
-            for t, y in rng.sample(pool, n)]
-
-
-def _arithmetic(rng, n, shots=3):
-    def line(a, b):
-        return f"{a} plus {b} is", f" {a + b}."
-    items = []
-    for _ in range(n):
-        pairs = [(rng.randrange(10, 50), rng.randrange(10, 50))
-                 for _ in range(shots + 1)]
-        demos = "".join(q + a + "\n" for q, a in map(lambda p: line(*p), pairs[:-1]))
-        items.append({"prompt": demos + line(*pairs[-1])[0],
-                      "answer": str(sum(pairs[-1]))})
-    return items
-
-
-_RULES = ("copy", "reverse", "rotate_left", "swap_ends", "double")
-
-
-def _string_rules(rng, n, shots=3, rules=_RULES):
-    def show(s):
-        return "".join("abcdefgh"[c] for c in s)
-    items = []
-    for _ in range(n):
-        rule = STRING_RULES[rng.choice(rules)]
-        xs = [rng.sample(range(8), 3) for _ in range(shots + 1)]
-        demos = "".join(f"{show(x)}: {show(rule(x, None, 8))}\n" for x in xs[:-1])
-        items.append({"prompt": demos + f"{show(xs[-1])}:",
-                      "answer": show(rule(xs[-1], None, 8))})
-    return items
-
-
-_TASKS = {"shakespeare_cloze": "mc", "sentiment": "mc", "arithmetic": "exact",
-          "string_rules": "exact"}
-
-# %% ../nbs/21_evals.ipynb #84ac3aa6
-def tasks():
-    """Names of the built-in tasks and their kind (``"mc"`` or ``"exact"``).
-
-    Example:
-        >>> tasks()["sentiment"]
-        'mc'
-    """
-    return dict(_TASKS)
-
-
-def task(name, n=20, seed=0, template=0):
-    """`n` items of a built-in task, drawn reproducibly from the course's own data.
-
-    - ``shakespeare_cloze`` (multiple choice): 149 characters of the Shakespeare *test* split,
-      then the true next word against three random words of that split.
-    - ``sentiment`` (multiple choice): a Rotten Tomatoes test review (plain characters, at most
-      100) in one of three prompt templates (`SENTIMENT_TEMPLATES`, chosen by `template`).
-    - ``arithmetic`` (exact match): three solved sums of two-digit numbers, then a fourth.
-    - ``string_rules`` (exact match): three examples of one of chapter 11's string rules on
-      letters a-h, then a query.
-
-    The zoo's character model can read every prompt: the cloze keeps Shakespeare's own
-    characters, the other tasks use only letters, digits, spaces, newlines and ``.,;:!?'-"``.
-
-    Returns:
-        A list of dicts: ``{"prompt": str, "choices": [str, ...], "answer": int}`` for
-        multiple choice (`multiple_choice`), ``{"prompt": str, "answer": str}`` for exact match
-        (`exact_match`).
-
-    Example:
-        >>> task("arithmetic", n=1)[0]["answer"]
-        '64'
-    """
-    check_choice("name", name, sorted(_TASKS))
-    n = check_positive_int("n", n)
-    seed = check_int("seed", seed, min=0)
-    limit = len(SENTIMENT_TEMPLATES) - 1 if name == "sentiment" else 0
-    template = check_int("template", template, min=0, max=limit)
-    rng = random.Random(seed)
-    if name == "shakespeare_cloze":
-        return _cloze(rng, n)
-    if name == "sentiment":
-        return _sentiment(rng, n, template)
-    return _arithmetic(rng, n) if name == "arithmetic" else _string_rules(rng, n)

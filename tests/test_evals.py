@@ -131,6 +131,8 @@ def test_bootstrap_bernoulli_closed_form():
 def test_tasks_formats_and_reproducible():
     from course_llm.zoo import load
     _, char_tok = load("gpt-shakespeare-char")
+    import course_llm.eval_tasks
+    assert task is course_llm.eval_tasks.task                    # re-exported by evals
     assert set(tasks()) == {"shakespeare_cloze", "sentiment", "arithmetic", "string_rules"}
     for name, kind in tasks().items():
         items = task(name, n=5, seed=3)
