@@ -18,8 +18,8 @@ class CharTokenizer:
     """Character-level tokenizer: every distinct character of a text gets an integer id.
 
     Ids ``0 .. len(special_tokens) - 1`` are the special tokens, in the order given; the
-    characters follow in sorted order. Encoding is the deck's "version 0" (integers);
-    :meth:`one_hot` gives "version 1" (one-hot vectors). Special tokens are never produced by
+    characters follow in sorted order. :meth:`encode` gives integer ids; :meth:`one_hot`
+    gives the same tokens as one-hot vectors. Special tokens are never produced by
     :meth:`encode`: add their ids yourself with :meth:`token_to_id`.
 
     Args:
