@@ -48,7 +48,6 @@ def test_top_level_infinite_loop_fails_every_check_within_the_overall_limit():
     assert all("did not finish loading within 3 s" in r.message for r in report.results), report.table()
 
 
-
 TINY = dict(timeout=5.0, total_timeout=60.0, limits=Limits(memory_mb=2048, file_mb=8))
 HAS_BWRAP = sandbox_mode("auto") == "bwrap"
 MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed")),
