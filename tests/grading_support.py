@@ -97,3 +97,10 @@ def assert_bug_loses_exactly_its_checks(bug: Path, reports: list) -> None:
         assert failed == expected_failures, f"seed {report.seed}:\n{report.table()}"
         lost = sum(c.points for c in exercise.checks if c.name in expected_failures)
         assert report.score == exercise.max_score - lost
+
+
+def selected(request, name: str) -> list:
+    """The values of parameter `name` of this module's tests that pytest will run (after ``-k``),
+    so that a module-scoped fixture grades only what is asked for."""
+    return [item.callspec.params[name] for item in request.session.items
+            if item.module is request.module and name in getattr(getattr(item, "callspec", None), "params", {})]
