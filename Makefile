@@ -37,9 +37,12 @@ book: install
 # for anything fetched from another machine, then a real browser on the result.
 # Two pytest workers share the two cores, so each runs torch on one thread (two threads each
 # made torch spin against itself: a 2 ms step took 480 ms).
+# `--dist loadfile` runs each file (and each notebook) on one worker, so no file should dominate:
+# the grader's tests are split by theme (tests/test_grading*.py). `--durations=30` lists the
+# slowest tests and notebook cells at the end of every run, to keep the budget in view.
 test: install browser-deps sync-check
 	$(BIN)/course-llm make-student --check
-	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider
+	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider --durations=30
 	$(MAKE) book
 	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
 

@@ -1,0 +1,106 @@
+"""Shared helpers of the grader's tests (tests/test_grading*.py); not a test file itself.
+
+The grader's tests are split by theme into several files so that the test command's two
+pytest-xdist workers (``--dist loadfile``: one file runs on one worker) share them evenly.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from course_llm.grading import exercises, get_exercise
+from course_llm.grading.core import run_checks
+from course_llm.grading.runner import WorkerBackend, exercise_for, read_submission
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "grading_fixtures"
+EXERCISES = sorted(exercises())
+# Correct and planted-bug submissions never hang, so a generous limit costs nothing and keeps
+# the verdicts independent of how loaded the machine is (2 s flaked once at load 8 on 2 cores).
+FAST = dict(timeout=10.0, total_timeout=120.0)
+
+REFERENCE = '''
+from collections import Counter
+from course_llm.ngram import BOS, EOS
+
+
+def count_ngrams(sequences, n):
+    counts = Counter()
+    for sequence in sequences:
+        padded = [BOS] * (n - 1) + list(sequence) + [EOS]
+        for i in range(len(padded) - n + 1):
+            counts[tuple(padded[i:i + n])] += 1
+    return counts
+'''
+NGRAM_MAX = get_exercise("01_ngram_counts").max_score
+
+
+def header(path: Path, key: str) -> str:
+    """The value of the ``# key: value`` line a fixture declares."""
+    found = re.search(rf"^# {key}: (.*)$", path.read_text(), re.M)
+    assert found, f"{path.name} has no '# {key}:' line"
+    return found.group(1).strip()
+
+
+def grade_seeds(path: Path, seeds: list) -> list:
+    """Grade `path` once per seed (None draws a fresh one), all in one sandboxed worker.
+
+    This is `grade_file` (same reading, exercise, worker and `run_checks`) without restarting
+    the worker between seeds: starting a worker (a sandbox, Python, torch, the submission's
+    cells) costs far more than the checks, and the checks of one report already share a worker.
+    """
+    path = Path(path)
+    cells = read_submission(path)
+    ex = exercise_for(path, cells)
+    backend = WorkerBackend(cells, ex, module_name="__main__" if path.suffix == ".ipynb" else "submission",
+                            load_timeout=FAST["total_timeout"], files={path.name: path.read_bytes()})
+    try:
+        return [run_checks(ex, backend, str(path), seed, **FAST) for seed in seeds]
+    finally:
+        backend.close()
+
+
+def grade_many(paths: list, seeds: list) -> list:
+    """`grade_seeds` over several files, four workers at a time; one list of reports per file."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda p: grade_seeds(p, seeds), paths))
+
+
+def submission(folder: Path, name: str, code: str, reference: bool = True) -> Path:
+    """A .py submission of 01_ngram_counts: the reference (or nothing) followed by `code`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("# course-llm exercise: 01_ngram_counts\n" + (REFERENCE if reference else "") + code)
+    return path
+
+
+def cli(*args, cwd=ROOT):
+    """Run the ``course-llm`` command in a fresh process."""
+    exe = Path(sys.executable).parent / "course-llm"
+    command = [str(exe)] if exe.exists() else [sys.executable, "-c", "from course_llm.grading.cli import main; "
+                                                                       "raise SystemExit(main())"]
+    return subprocess.run(command + list(args), capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def assert_bug_loses_exactly_its_checks(bug: Path, reports: list) -> None:
+    """Every report of `bug` fails exactly the checks its ``# expect-fail:`` line names."""
+    expected_failures = set(header(bug, "expect-fail").split())
+    exercise = get_exercise(header(bug, "course-llm exercise"))
+    assert expected_failures <= {c.name for c in exercise.checks}
+    assert len(reports) == 3 and len({r.seed for r in reports}) == 3
+    for report in reports:
+        failed = {r.name for r in report.results if not r.passed}
+        assert failed == expected_failures, f"seed {report.seed}:\n{report.table()}"
+        lost = sum(c.points for c in exercise.checks if c.name in expected_failures)
+        assert report.score == exercise.max_score - lost
+
+
+def selected(request, name: str) -> list:
+    """The values of parameter `name` of this module's tests that pytest will run (after ``-k``),
+    so that a module-scoped fixture grades only what is asked for."""
+    return [item.callspec.params[name] for item in request.session.items
+            if item.module is request.module and name in getattr(getattr(item, "callspec", None), "params", {})]
