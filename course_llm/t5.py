@@ -13,7 +13,7 @@ import torch.nn as nn
 
 from .attention import CrossCache, MultiHeadAttention
 from .core import check_bool, check_choice, check_int, check_positive_int, check_token_ids
-from .generate import KVCache
+from .kv_cache import KVCache
 from .layers import ConfigAlias, RMSNorm, TransformerBlock, TransformerConfig, init_config
 
 # %% ../nbs/10_t5.ipynb #bdf182f4
