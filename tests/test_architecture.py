@@ -20,8 +20,8 @@ CORE, DATA, TOKENIZERS, LAYER, MODELS, TRAIN, POST, GRADING = range(len(LAYERS))
 RANK = {
     "course_llm": CORE, "core": CORE,
     "data": DATA, "optim": DATA,                 # optim: the small shared loop (A.2), used by models
-    "bpe": TOKENIZERS, "fast_bpe": TOKENIZERS, "bpe_pretokenize": TOKENIZERS,
-    "tokenizers": TOKENIZERS, "wordpiece": TOKENIZERS, "wordpiece_vocab": TOKENIZERS,
+    "bpe": TOKENIZERS, "bpe_ranks": TOKENIZERS, "bpe_files": TOKENIZERS, "fast_bpe": TOKENIZERS,
+    "tokenizers": TOKENIZERS, "wordpiece": TOKENIZERS, "wordpiece_train": TOKENIZERS,
     "attention": LAYER, "kv_cache": LAYER, "layers": LAYER, "moe": LAYER, "flash": LAYER,
     "ngram": MODELS, "bow": MODELS, "word2vec": MODELS, "rnn": MODELS, "rnn_cells": MODELS,
     "rnn_layers": MODELS, "rnn_classifier": MODELS, "elmo": MODELS, "gpt": MODELS,
