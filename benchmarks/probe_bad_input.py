@@ -82,8 +82,8 @@ def probe(qualname, fn, args, kwargs):
 
 def cases():
     """module -> list of (name, callable, args, kwargs): one valid call each."""
-    from course_llm import (bow, core, elmo, icl, mlm, ngram, objectives, optim, ppo, rag, rlhf,
-                            rnn, rnn_cells, scaling, ssl, word2vec)
+    from course_llm import (bert, bow, core, data, elmo, icl, mlm, ngram, objectives, optim, ppo, rag,
+                            rlhf, rnn, rnn_cells, scaling, ssl, t5, word2vec)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(1, 20, (2, 6), generator=g)
     x = torch.randn(2, 6, 4, generator=g)
@@ -96,17 +96,23 @@ def cases():
             ("set_seed", core.set_seed, (0,), {}),
         ],
         "optim": [
-            ("cosine_schedule", optim.cosine_schedule, (10, 100, 10, 1e-3), {}),
+            ("cosine_schedule", optim.cosine_schedule, (10, 100, 10, 1e-3, 1e-4), {}),
             ("param_groups", optim.param_groups, (torch.nn.Linear(3, 3), 0.1), {}),
         ],
+        "data": [
+            ("split_text", data.split_text, ("abcdefghij" * 10,), {"val_fraction": 0.1, "test_fraction": 0.1}),
+            ("get_batch", data.get_batch, (torch.arange(100), 4, 8), {}),
+            ("load_corpus", data.load_corpus, ("shakespeare",), {}),
+        ],
         "ngram": [
+            ("perplexity", ngram.perplexity, (ngram.NGramLM(2, k=1.0).fit([["a", "b"]]), [["a", "b"]]), {}),
             ("count_ngrams", ngram.count_ngrams, ([["a", "b", "c"]], 2), {}),
             ("NGramLM", ngram.NGramLM, (2,), {"k": 0.5}),
         ],
         "bow": [
             ("pack_bags", bow.pack_bags, ([torch.tensor([1, 2]), torch.tensor([3])], 5), {}),
             ("BagOfWords", bow.BagOfWords, (10,), {}),
-            ("logistic_loss", bow.logistic_loss, (torch.randn(4), torch.tensor([0., 1., 1., 0.])), {}),
+            ("logistic_loss", bow.logistic_loss, (torch.randn(4), torch.tensor([-1., 1., 1., -1.])), {}),
         ],
         "word2vec": [
             ("skipgram_pairs", word2vec.skipgram_pairs, (torch.arange(10), 2), {}),
@@ -128,6 +134,18 @@ def cases():
             ("reverse_padded", elmo.reverse_padded, (x, torch.tensor([6, 3])), {}),
             ("ScalarMix", elmo.ScalarMix, (2,), {}),
             ("ELMo", elmo.ELMo, (20, 8), {"num_layers": 2}),
+        ],
+        "bert": [
+            ("BERTConfig", bert.BERTConfig, (), {"vocab_size": 30, "d_model": 16, "n_layer": 1,
+                                                "n_head": 2, "d_ff": 32, "max_len": 16}),
+            ("BERT.forward", bert.BERT(bert.BERTConfig(vocab_size=30, d_model=16, n_layer=1, n_head=2,
+                                                       d_ff=32, max_len=16)).eval(), (ids,), {}),
+        ],
+        "t5": [
+            ("T5Config", t5.T5Config, (), {"vocab_size": 30, "d_model": 16, "n_layer": 1, "n_head": 2,
+                                          "d_head": 8, "d_ff": 32}),
+            ("relative_position_bucket", t5.relative_position_bucket, (torch.arange(-3, 4),),
+             {"num_buckets": 8, "max_distance": 16}),
         ],
         "mlm": [
             ("mask_tokens", mlm.mask_tokens, (ids, 20, 3), {"mlm_probability": 0.15}),
@@ -170,10 +188,12 @@ def cases():
             ("PPOConfig", ppo.PPOConfig, (), {"epochs": 2, "lr": 1e-5}),
         ],
         "icl": [
-            ("permutation_parity", icl.permutation_parity, (torch.tensor([2, 0, 1]),), {}),
+            ("permutation_parity", icl.permutation_parity, (torch.tensor([[2, 0, 1]]),), {}),
             ("mapping_batch", icl.mapping_batch, (2, 4, 3), {}),
             ("copy_or_guess_accuracy", icl.copy_or_guess_accuracy, (4, 2), {}),
             ("parity_batch", icl.parity_batch, (2, 4, True), {}),
+            ("rule_batch", icl.rule_batch, (2, 3, ["reverse"]), {}),
+            ("show_rule_prompt", icl.show_rule_prompt, (torch.tensor([1, 2, 3]), 8), {}),
         ],
         "rag": [
             ("tokenize", rag.tokenize, ("The cat sat.",), {}),
