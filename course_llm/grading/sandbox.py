@@ -12,6 +12,7 @@ import importlib
 import inspect
 import io
 import math
+import pickle
 import re
 import signal
 import sys
