@@ -156,7 +156,9 @@ def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.0
         ('a\\nb\\n', 'c\\n', 'd\\n')
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    if not text:
+        raise ValueError("`text` is empty: there is nothing to split")
     val_fraction = check_float("val_fraction", val_fraction, min=0, max=1, max_open=True)
     test_fraction = check_float("test_fraction", test_fraction, min=0, max=1, max_open=True)
     if val_fraction + test_fraction >= 1:

@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .bert import BERT, BERTConfig
+from .core import check_float, check_int, check_positive_int, check_tensor, check_token_ids
 
 # %% ../nbs/09b_pretraining.ipynb #e2ae0f14
 def mask_tokens(input_ids, vocab_size, mask_id, special_ids=(), mlm_probability=0.15, generator=None):
@@ -41,15 +42,13 @@ def mask_tokens(input_ids, vocab_size, mask_id, special_ids=(), mlm_probability=
         >>> x[0, [0, 4, 5]].tolist()
         [2, 3, 0]
     """
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
-        raise TypeError("`input_ids` must be an integer torch.Tensor of token ids")
-    if not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"`vocab_size` must be a positive int, got {vocab_size!r}")
-    if not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
-        raise ValueError(f"`mask_id` must be an int in [0, vocab_size={vocab_size}), got {mask_id!r}")
-    if not 0.0 <= mlm_probability <= 1.0:
-        raise ValueError(f"`mlm_probability` must be in [0, 1], got {mlm_probability}")
-    special_ids = torch.as_tensor(list(special_ids), dtype=input_ids.dtype, device=input_ids.device)
+    check_token_ids("input_ids", input_ids, check_positive_int("vocab_size", vocab_size))
+    check_int("mask_id", mask_id, min=0, max=vocab_size - 1)
+    check_float("mlm_probability", mlm_probability, min=0.0, max=1.0)
+    if isinstance(special_ids, (str, bytes)) or not hasattr(special_ids, "__iter__"):
+        raise TypeError(f"`special_ids` must be a sequence of ids, got {type(special_ids).__name__}")
+    special_ids = [check_int("special_ids[]", i, min=0, max=vocab_size - 1) for i in special_ids]
+    special_ids = torch.as_tensor(special_ids, dtype=input_ids.dtype, device=input_ids.device)
     inputs, labels = input_ids.clone(), input_ids.clone()
     dev = input_ids.device
     prob = torch.full(labels.shape, float(mlm_probability), device=dev)
@@ -130,11 +129,16 @@ def pack_pair(a, b, max_len, cls_id, sep_id):
         >>> pack_pair([5, 6, 7, 8], [9], max_len=6, cls_id=1, sep_id=2)
         ([1, 5, 6, 2, 9, 2], [0, 0, 0, 0, 1, 1])
     """
-    a, b = list(a), list(b)
+    for name, seg in (("a", a), ("b", b)):
+        if isinstance(seg, (str, bytes)) or not hasattr(seg, "__iter__"):
+            raise TypeError(f"`{name}` must be a list of token ids, got {type(seg).__name__}")
+    a = [check_int("a[]", i, min=0) for i in a]
+    b = [check_int("b[]", i, min=0) for i in b]
     if not a or not b:
         raise ValueError("segments `a` and `b` must each hold at least one token")
-    if not isinstance(max_len, int) or max_len < 5:
-        raise ValueError(f"`max_len` must be an int >= 5 ([CLS] a [SEP] b [SEP] with one token each), got {max_len!r}")
+    check_int("max_len", max_len, min=5)             # [CLS] a [SEP] b [SEP] with one token each
+    check_int("cls_id", cls_id, min=0)
+    check_int("sep_id", sep_id, min=0)
     while len(a) + len(b) + 3 > max_len:
         if len(a) >= len(b):
             a.pop()
@@ -309,12 +313,18 @@ def pretraining_loss(mlm_logits, nsp_logits, labels, next_sentence_label, return
         >>> round(loss.item(), 4)  # ln 4 + ln 2: uniform guesses over 4 tokens and 2 classes
         2.0794
     """
+    check_tensor("mlm_logits", mlm_logits, ndim=(2, 3), dtype="float")
+    check_tensor("nsp_logits", nsp_logits, dtype="float")
+    check_tensor("labels", labels, dtype="int")
+    check_tensor("next_sentence_label", next_sentence_label, dtype="int")
     if mlm_logits.dim() not in (2, 3) or labels.shape != mlm_logits.shape[:-1]:
         raise ValueError("`labels` must be (B, T) matching `mlm_logits` (B, T, V), or (N,) matching (N, V)")
     if nsp_logits.dim() != 2 or nsp_logits.shape[1] != 2 or next_sentence_label.shape != nsp_logits.shape[:1]:
         raise ValueError("`nsp_logits` must be (B, 2) and `next_sentence_label` (B,)")
     if not (labels != -100).any():
         raise ValueError("`labels` selects no token (all -100): the MLM loss would be NaN")
+    check_token_ids("labels", labels[labels != -100], mlm_logits.size(-1))   # -100: ignored
+    check_token_ids("next_sentence_label", next_sentence_label, 2)
     mlm = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
     nsp = F.cross_entropy(nsp_logits, next_sentence_label)
     return (mlm + nsp, mlm, nsp) if return_parts else mlm + nsp

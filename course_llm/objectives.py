@@ -17,6 +17,11 @@ def _check(tokens, rate=None):
         check_float("rate", rate, min=0.0, max=1.0)          # rejects NaN and inf too
 
 
+def _check_rng(rng):
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"`rng` must be a random.Random (e.g. random.Random(0)), got {type(rng).__name__}")
+
+
 def sentinel(i):
     """Name of the i-th sentinel token, T5's ``<extra_id_i>`` (the deck writes <X>, <Y>, <Z>).
 
@@ -31,6 +36,7 @@ def iid_noise_mask(n, rate, rng):
     """n independent Bernoulli(rate) draws from `rng` (a `random.Random`)."""
     check_int("n", n, min=0)
     check_float("rate", rate, min=0.0, max=1.0)
+    _check_rng(rng)
     return [rng.random() < rate for _ in range(n)]
 
 # %% ../nbs/10b_objectives.ipynb #0e27d087
@@ -53,6 +59,8 @@ def span_corruption(tokens, noise_mask, sentinels=sentinel):
         ('Thank you <X> me to your party <Y> week .', '<X> for inviting <Y> last <Z>')
     """
     _check(tokens)
+    if not isinstance(noise_mask, (list, tuple)) or not all(isinstance(m, bool) for m in noise_mask):
+        raise TypeError(f"`noise_mask` must be a list of bools (one per token), got {noise_mask!r:.40}")
     if len(noise_mask) != len(tokens):
         raise ValueError(f"`noise_mask` must have one bool per token ({len(tokens)}), got {len(noise_mask)}")
     inputs, targets, k = [], [], 0
@@ -73,6 +81,7 @@ def prefix_lm(tokens, rng, split=None):
         (['a', 'b'], ['c', 'd', 'e'])
     """
     _check(tokens)
+    _check_rng(rng)
     if len(tokens) < 2:
         raise ValueError(f"`tokens` needs at least 2 tokens to split into a prefix and a target, got {len(tokens)}")
     split = rng.randint(1, len(tokens) - 1) if split is None else check_int("split", split)
@@ -92,6 +101,8 @@ def bert_style(tokens, rng, vocab, rate=0.15, mask="<M>"):
         True
     """
     _check(tokens, rate)
+    if isinstance(vocab, (str, bytes)) or not isinstance(vocab, (list, tuple)) or not vocab:
+        raise ValueError(f"`vocab` must be a non-empty list of replacement tokens, got {vocab!r:.40}")
     out = []
     for t, noise in zip(tokens, iid_noise_mask(len(tokens), rate, rng)):
         u = rng.random()
@@ -108,6 +119,7 @@ def mass_style(tokens, rng, rate=0.15, mask="<M>"):
 def deshuffle(tokens, rng):
     """Deshuffling: inputs are the tokens in random order; targets the original text."""
     _check(tokens)
+    _check_rng(rng)
     inputs = list(tokens)
     rng.shuffle(inputs)
     return inputs, list(tokens)
@@ -140,6 +152,7 @@ def random_spans_noise_mask(n, rng, rate=0.15, mean_span=3.0):
     check_int("n", n, min=2)
     check_float("rate", rate, min=0.0, max=1.0)
     check_float("mean_span", mean_span, min=1.0)              # the divisor below: at least one token
+    _check_rng(rng)
     n_noise = min(max(round(n * rate), 1), n - 1)
     n_spans = max(round(n_noise / mean_span), 1)
 

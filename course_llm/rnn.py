@@ -139,6 +139,7 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
         1.3863
     """
     check_tensor("logits", logits, dtype="float")
+    check_tensor("targets", targets, dtype="int")
     if logits.ndim < 2 or tuple(targets.shape) != tuple(logits.shape[:-1]):
         raise ValueError(f"`logits` (..., V) and `targets` (...) must agree on the leading dims, "
                          f"got {tuple(logits.shape)} and {tuple(getattr(targets, 'shape', ()))}")

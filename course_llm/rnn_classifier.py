@@ -24,7 +24,7 @@ def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Ten
                 [8, 0, 0]]), tensor([3, 1]))
     """
     padding_idx = check_int("padding_idx", padding_idx, min=0)
-    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+    if isinstance(seqs, (Tensor, str, bytes)) or not isinstance(seqs, Sequence) or len(seqs) == 0:
         raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
     seqs = [check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
             for i, s in enumerate(seqs)]

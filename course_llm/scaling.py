@@ -14,6 +14,8 @@ from .core import check_bool, check_float
 # %% ../nbs/14b_scaling.ipynb #01bcb518
 def _positive_array(name, x):
     """`x` as a float array of finite positive numbers (scalar or non-empty array), or a clear error."""
+    if isinstance(x, (str, bytes, bool)):
+        raise TypeError(f"`{name}` must be a positive number or an array of them, got {x!r:.60}")
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):

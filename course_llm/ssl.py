@@ -112,6 +112,8 @@ def clip_loss(image_emb, text_emb, logit_scale):
         tensor(True)
     """
     _check_pair(image_emb, text_emb, names=("image_emb", "text_emb"))
+    if not isinstance(logit_scale, (int, float, torch.Tensor)) or isinstance(logit_scale, bool):
+        raise TypeError(f"`logit_scale` must be a positive float or a 0-d tensor, got {type(logit_scale).__name__}")
     scale = torch.as_tensor(logit_scale)
     if scale.ndim != 0 or not bool(torch.isfinite(scale)) or not bool(scale > 0):
         raise ValueError(f"`logit_scale` must be one finite positive number (it is exp(t)), got {logit_scale}")

@@ -12,8 +12,9 @@ import torch
 import torch.nn as nn
 
 from .attention import CrossCache, MultiHeadAttention
-from .core import check_bool, check_choice, check_int, check_positive_int, check_token_ids
-from .generate import KVCache
+from .core import (check_bool, check_choice, check_int, check_positive_int, check_tensor,
+                             check_token_ids)
+from .kv_cache import KVCache
 from .layers import ConfigAlias, RMSNorm, TransformerBlock, TransformerConfig, init_config
 
 # %% ../nbs/10_t5.ipynb #bdf182f4
@@ -33,8 +34,10 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
         >>> relative_position_bucket(torch.tensor([-2, -1, 0, 1, 2]), num_buckets=8).tolist()
         [2, 1, 0, 5, 6]
     """
-    if num_buckets < 2:
-        raise ValueError(f"`num_buckets` must be >= 2, got {num_buckets}")
+    check_tensor("relative_position", relative_position, dtype="int")
+    check_int("num_buckets", num_buckets, min=4 if check_bool("bidirectional", bidirectional) else 2)
+    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2   # exact buckets per direction
+    check_int("max_distance", max_distance, min=exact + 1)             # the log-spaced ones start there
     n = relative_position.long()
     bucket = torch.zeros_like(n)
     if bidirectional:

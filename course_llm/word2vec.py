@@ -30,6 +30,8 @@ def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
     ids = check_tensor("ids", torch.as_tensor(ids), ndim=1, dtype="int")
     if len(ids) < 2:
         raise ValueError(f"`ids` must hold at least 2 tokens, got {len(ids)}")
+    if int(ids.min()) < 0:
+        raise ValueError(f"`ids` must be token ids >= 0, got {int(ids.min())}")
     window = check_positive_int("window", window)
     centres, contexts = [], []
     for k in list(range(1, window + 1)) + list(range(-1, -window - 1, -1)):

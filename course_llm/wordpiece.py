@@ -9,13 +9,17 @@ import json
 import re
 import string
 import unicodedata
-from collections import Counter, defaultdict
-from fractions import Fraction
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 from .core import check_bool, check_choice, check_int
+
+# section 9.5 builds these; re-exported so `from course_llm.wordpiece import ...` still works
+from .wordpiece_train import pair_scores, train_wordpiece
+
+_all_ = ["pair_scores", "train_wordpiece"]
 
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-06
 _ASCII_PUNCT = frozenset(string.punctuation)
@@ -375,105 +379,3 @@ def count_words(text: str, lowercase: bool = True) -> Counter:
         Counter({'the': 2, 'cat': 1, ',': 1, 'hat': 1, '.': 1})
     """
     return Counter(pre_tokenize(bert_normalize(text, lowercase)))
-
-
-def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> dict:
-    """Score every pair of adjacent pieces. ``"frequency"`` (BPE's rule) is count(ab);
-    ``"likelihood"`` (WordPiece's rule) is count(ab) / (count(a) count(b)).
-
-    Args:
-        splits: ``{word: [pieces]}``, the current segmentation of every word.
-        counts: ``{word: count}``.
-
-    Example:
-        >>> splits = {"hug": ["h", "##u", "##g"], "hugs": ["h", "##u", "##g", "##s"]}
-        >>> s = pair_scores(splits, {"hug": 10, "hugs": 5})
-        >>> round(s[("##g", "##s")], 4), round(s[("h", "##u")], 4)
-        (0.0667, 0.0667)
-    """
-    check_choice("criterion", criterion, ("likelihood", "frequency"))
-    if not isinstance(splits, dict) or not isinstance(counts, dict):
-        raise TypeError("`splits` and `counts` must be dicts {word: [pieces]} and {word: count}")
-    missing = [w for w in counts if w not in splits]
-    if missing:
-        raise ValueError(f"`splits` lacks the words {missing[:3]} of `counts`; split every word")
-    unit, pair = Counter(), Counter()
-    for w, n in counts.items():
-        s = splits[w]
-        for t in s:
-            unit[t] += n
-        for a, b in zip(s, s[1:]):
-            pair[a, b] += n
-    if criterion == "frequency":
-        return dict(pair)
-    return {(a, b): c / (unit[a] * unit[b]) for (a, b), c in pair.items()}
-
-
-def _best_pair(pair: Counter, unit: Counter, criterion: str) -> tuple:
-    "The best-scoring pair, compared exactly (fractions); ties go to the alphabetically first pair."
-    live = {p: c for p, c in pair.items() if c > 0}
-    if criterion == "frequency":
-        top = max(live.values())
-        return min(p for p, c in live.items() if c == top)
-    approx = {p: c / (unit[p[0]] * unit[p[1]]) for p, c in live.items()}
-    top = max(approx.values())
-    exact = {p: Fraction(live[p], unit[p[0]] * unit[p[1]]) for p, v in approx.items() if v >= top * (1 - 1e-9)}
-    top = max(exact.values())
-    return min(p for p, v in exact.items() if v == top)
-
-
-def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood"):
-    """Learn a WordPiece vocabulary from word counts: start from single characters
-    (``##``-prefixed inside a word) and repeatedly merge the best-scoring adjacent pair
-    (see :func:`pair_scores`) in every word, adding the merged piece to the vocabulary, until it
-    has `vocab_size` entries. Only the words that contain the merged pair are recounted.
-
-    Returns:
-        ``(vocab, merges)``: ``{token: id}`` (special tokens first) and the merged pairs in order.
-
-    Example:
-        >>> vocab, merges = train_wordpiece({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, 13)
-        >>> merges, "##gs" in vocab
-        ([('##g', '##s')], True)
-    """
-    if not isinstance(counts, dict) or not counts or not all(isinstance(w, str) and w for w in counts):
-        raise ValueError("`counts` must be a non-empty dict {word: count}; build one with count_words(text)")
-    for w, n in counts.items():
-        check_int(f"counts[{w!r}]", n, min=1)
-    check_choice("criterion", criterion, ("likelihood", "frequency"))
-    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
-    vocab = list(_SPECIAL) + sorted({t for s in splits.values() for t in s})
-    check_int("vocab_size", vocab_size, min=len(vocab))          # special tokens + alphabet
-    unit, pair, where = Counter(), Counter(), defaultdict(set)
-
-    def account(w, sign):
-        s, n = splits[w], sign * counts[w]
-        for t in s:
-            unit[t] += n
-        for p in zip(s, s[1:]):
-            pair[p] += n
-            where[p].add(w)
-
-    for w in splits:
-        account(w, +1)
-    known, merges = set(vocab), []
-    while len(vocab) < vocab_size and any(c > 0 for c in pair.values()):
-        a, b = _best_pair(pair, unit, criterion)
-        new = a + b[2:] if b.startswith("##") else a + b
-        merges.append((a, b))
-        for w in list(where.pop((a, b))):
-            s = splits[w]
-            if (a, b) not in zip(s, s[1:]):
-                continue                                # stale entry: an earlier merge removed it
-            account(w, -1)
-            i, out = 0, []
-            while i < len(s):
-                if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-                    out.append(new); i += 2
-                else:
-                    out.append(s[i]); i += 1
-            splits[w] = out
-            account(w, +1)
-        if new not in known:
-            known.add(new); vocab.append(new)
-    return {t: i for i, t in enumerate(vocab)}, merges

@@ -145,6 +145,7 @@ def test_damaged_cache_without_package_names_the_file(tmp_path, monkeypatch):
     (lambda: data.split_text("a\n", float("nan")), ValueError, "val_fraction"),
     (lambda: data.split_text("a\n", 0.1, "0.1"), TypeError, "test_fraction"),
     (lambda: data.split_text(b"a\n"), TypeError, "text"),
+    (lambda: data.split_text(""), ValueError, "text"),
     (lambda: data.load_corpus(3), ValueError, "name"),
     (lambda: data.package_file("nope"), ValueError, "key"),
 ])

@@ -73,15 +73,15 @@ def test_mask_tokens_rates_match_hf_statistically(collator):
 
 
 def test_random_tokens_are_uniform():
-    ids = torch.full((2000, 100), 50)                               # 50 is outside the random range [0, 10)
-    x, y = mask_tokens(ids, 10, 4, (), 0.5, torch.Generator().manual_seed(0))
-    rnd = x[(y != -100) & (x != 50) & (x != 4)]                     # random replacements (a random 4 looks masked)
-    counts = torch.bincount(rnd, minlength=10).double()[[0, 1, 2, 3, 5, 6, 7, 8, 9]]
+    ids = torch.full((2000, 100), 10)                               # every token is id 10 of 11
+    x, y = mask_tokens(ids, 11, 4, (), 0.5, torch.Generator().manual_seed(0))
+    rnd = x[(y != -100) & (x != 10) & (x != 4)]                     # random replacements (a random 10 looks
+    counts = torch.bincount(rnd, minlength=10).double()[[0, 1, 2, 3, 5, 6, 7, 8, 9]]   # kept, a random 4 masked)
     expected = counts.sum() / 9
     chi2 = ((counts - expected) ** 2 / expected).sum().item()
     assert chi2 < 26.12                                             # chi-square, 8 dof, p = 0.001
-    k = int((y != -100).sum())                                      # share of random ids: 0.1 * 9/10 of selected
-    assert abs(len(rnd) - 0.09 * k) < 5 * math.sqrt(k * 0.09 * 0.91)
+    k, p = int((y != -100).sum()), 0.1 * 9 / 11                     # random, and not 4 or 10: 0.1 * 9/11 of selected
+    assert abs(len(rnd) - p * k) < 5 * math.sqrt(k * p * (1 - p))
 
 
 def test_mask_tokens_structure():
@@ -239,3 +239,29 @@ def test_init_matches_hf_statistics():
 def test_nsp_pairs_rejects_repetitive_corpus():
     with pytest.raises(ValueError, match="sentences"):
         nsp_pairs([[1]] * 10, 50, torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: mask_tokens(torch.tensor([[1, -2]]), 20, 3), ValueError, "input_ids"),
+    (lambda: mask_tokens(torch.tensor([[1, 25]]), 20, 3), ValueError, "input_ids"),
+    (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, True), TypeError, "mask_id"),
+    (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, 3, mlm_probability="0.2"), TypeError, "mlm_probability"),
+    (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, 3, mlm_probability=float("nan")), ValueError,
+     "mlm_probability"),
+    (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, 3, special_ids=(0, -1)), ValueError, "special_ids"),
+    (lambda: pack_pair("abc", [7], 8, 1, 2), TypeError, "`a`"),
+    (lambda: pack_pair([5], [7], 8, -1, 2), ValueError, "cls_id"),
+    (lambda: pack_pair([5], [7], 8, 1, 2.5), TypeError, "sep_id"),
+    (lambda: pack_pair([5], [7], 8.0, 1, 2), TypeError, "max_len"),
+    (lambda: pretraining_loss([[0.0]], torch.zeros(1, 2), torch.tensor([0]), torch.tensor([0])), TypeError,
+     "mlm_logits"),
+    (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2), torch.tensor([[-100, 9, -100]]),
+                              torch.tensor([0])), ValueError, "labels"),
+    (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2), torch.tensor([[-100, 2, -100]]),
+                              torch.tensor([2])), ValueError, "next_sentence_label"),
+    (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2), torch.tensor([[-100, 2.0, -100]]),
+                              torch.tensor([0])), TypeError, "labels"),
+])
+def test_bad_inputs_name_the_argument(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

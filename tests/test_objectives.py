@@ -88,3 +88,18 @@ def test_bad_inputs():
 def test_bad_inputs_raise(bad):
     with pytest.raises((ValueError, TypeError)):
         bad()
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: token_drop(TOKS, None), TypeError, "rng"),
+    (lambda: prefix_lm(TOKS, None), TypeError, "rng"),
+    (lambda: deshuffle(TOKS, "seed"), TypeError, "rng"),
+    (lambda: random_spans_noise_mask(20, None), TypeError, "rng"),
+    (lambda: bert_style(TOKS, random.Random(0), vocab=[]), ValueError, "vocab"),
+    (lambda: bert_style(TOKS, random.Random(0), vocab="xyz"), ValueError, "vocab"),
+    (lambda: span_corruption(TOKS, None), TypeError, "noise_mask"),
+    (lambda: span_corruption(TOKS, [1] * len(TOKS)), TypeError, "noise_mask"),
+])
+def test_bad_inputs_name_the_argument(call, err, match):
+    with pytest.raises(err, match=match):
+        call()

@@ -267,3 +267,12 @@ _LM = RNNLM(5, 4, 8)
 def test_bad_input_is_named(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def test_lm_loss_and_pad_batch_name_bad_arguments():
+    with pytest.raises(TypeError, match="targets"):
+        lm_loss(torch.zeros(1, 3, 4), [[0, 1, 2]])
+    with pytest.raises(TypeError, match="targets"):
+        lm_loss(torch.zeros(1, 3, 4), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="seqs"):
+        pad_batch("abc")

@@ -88,6 +88,13 @@ NAN, INF = float("nan"), float("inf")
     (lambda: chinchilla_optimal(1e21, beta=0.0), ValueError, "beta"),       # was a division by zero
     (lambda: chinchilla_optimal(NAN), ValueError, "C"),
 ])
-def test_bad_inputs(call, err, match):
+def test_bad_inputs_rejected(call, err, match):
     with pytest.raises(err, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call", [lambda: training_flops("1e6", 1e9), lambda: chinchilla_loss(1e6, "1e9"),
+                                  lambda: chinchilla_optimal("1e20"), lambda: training_flops(True, 1e9)])
+def test_strings_and_bools_are_not_numbers(call):
+    with pytest.raises(TypeError, match="must be a positive number"):
         call()

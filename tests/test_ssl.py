@@ -131,3 +131,9 @@ def _vit():
 def test_bad_inputs(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+@pytest.mark.parametrize("scale", ["2.0", None, True])
+def test_clip_loss_rejects_a_scale_that_is_not_a_number(scale):
+    with pytest.raises(TypeError, match="logit_scale"):
+        clip_loss(torch.eye(3), torch.eye(3), scale)

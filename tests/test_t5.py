@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import T5Config as HFConfig, T5ForConditionalGeneration
 
-from course_llm.t5 import T5, T5Config, greedy_decode
+from course_llm.t5 import T5, T5Config, greedy_decode, relative_position_bucket
 
 CONFIGS = [
     dict(d_model=32, d_kv=8, d_ff=48, num_layers=2, num_heads=4, feed_forward_proj="relu"),            # v1.0, tied
@@ -144,3 +144,19 @@ def test_old_config_names_are_aliases_and_layers_are_the_one_block():
     m = T5(new)
     assert all(isinstance(b, TransformerBlock) for b in [*m.encoder, *m.decoder])
     assert m.decoder[0].config.cross_attention and m.decoder[0].config.attention_scale == 1.0
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    ({"relative_position": [0, 1]}, TypeError, "relative_position"),
+    ({"relative_position": torch.tensor([0.5])}, TypeError, "relative_position"),
+    ({"num_buckets": 2.5}, TypeError, "num_buckets"),                 # was a ZeroDivisionError
+    ({"num_buckets": 2}, ValueError, "num_buckets"),                  # bidirectional: 1 bucket per side
+    ({"max_distance": 0}, ValueError, "max_distance"),                # was a math domain error
+    ({"max_distance": float("nan")}, TypeError, "max_distance"),
+    ({"bidirectional": "yes"}, TypeError, "bidirectional"),
+])
+def test_relative_position_bucket_rejects_bad_input(kwargs, err, match):
+    args = {"relative_position": torch.arange(-3, 4), "bidirectional": True, "num_buckets": 8,
+            "max_distance": 16, **kwargs}
+    with pytest.raises(err, match=match):
+        relative_position_bucket(**args)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from course_llm.bpe import Splitter
 from course_llm.data import load_corpus, load_sentiment
-from course_llm.fast_bpe import _offline_file
+from course_llm.bpe_files import offline_file as _offline_file
 from course_llm.tokenizers import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, BPETokenizer,
                                    CharTokenizer, WordTokenizer, bpe_merge, chunk_counts,
                                    encode_with_merges, get_pair_counts, merge, most_frequent_pair,

@@ -168,3 +168,8 @@ _I = torch.tensor
 def test_bad_input_is_named(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+def test_skipgram_pairs_rejects_negative_ids():
+    with pytest.raises(ValueError, match="ids"):
+        skipgram_pairs(torch.tensor([3, -1, 4]), window=1)

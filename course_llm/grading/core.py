@@ -12,17 +12,21 @@ import os
 import pkgutil
 import random
 import sys
-import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from .sandbox import decode_result, forbid, guarded_call, printable, short
+from .sandbox import decode_result, forbid, guarded_call, short
+
+# the report types have their own page (08_report); re-exported here
+from .report import CheckResult, Report
+
+_all_ = ["CheckResult", "Report"]
 
 # %% auto #0
 __all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close',
-           'torch_generator', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'CheckResult', 'Report',
-           'Student', 'run_checks', 'LocalBackend', 'write_back', 'check']
+           'torch_generator', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'Student', 'run_checks',
+           'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report']
 
 # %% ../../nbs/grading/00_core.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -239,92 +243,6 @@ def get_exercise(name: str) -> Exercise:
     if name not in known:
         raise GradingError(f"unknown exercise {name!r}; known exercises: {', '.join(known) or 'none'}")
     return known[name]
-
-# %% ../../nbs/grading/00_core.ipynb #1430a887
-@dataclass
-class CheckResult:
-    """The outcome of one check.
-
-    Attributes:
-        name: the check's name.
-        points: points earned (0 or `max_points`).
-        max_points: points the check is worth.
-        passed: whether it passed.
-        message: why it failed (empty when it passed).
-        hint: the check's hint, shown when it failed.
-        visibility: the check's visibility (`Check`).
-    """
-
-    name: str
-    points: int
-    max_points: int
-    passed: bool
-    message: str = ""
-    hint: str = ""
-    visibility: str = "visible"
-
-
-@dataclass
-class Report:
-    """The grade of one submission of one exercise.
-
-    Attributes:
-        exercise: the exercise's name.
-        submission: where the code came from (a path, or ``"kernel"``).
-        results: one `CheckResult` per check, in order.
-        seed: the seed of the run's random inputs (rerun with it to reproduce).
-        notes: remarks about the submission as a whole.
-        elapsed: seconds the grading took.
-    """
-
-    exercise: str
-    submission: str
-    results: list = field(default_factory=list)
-    seed: int = 0
-    notes: list = field(default_factory=list)
-    elapsed: float = 0.0
-
-    @property
-    def score(self) -> int:
-        """Points earned."""
-        return sum(r.points for r in self.results)
-
-    @property
-    def max_score(self) -> int:
-        """Points available."""
-        return sum(r.max_points for r in self.results)
-
-    def to_dict(self) -> dict:
-        """JSON-ready form: ``score``, ``max_score``, ``checks`` (one entry per check) and context."""
-        checks = [{k: (printable(v, keep_newlines=True) if isinstance(v, str) else v) for k, v in vars(r).items()}
-                  for r in self.results]
-        return {"submission": printable(self.submission), "exercise": printable(self.exercise),
-                "score": self.score, "max_score": self.max_score, "seed": self.seed,
-                "elapsed": round(self.elapsed, 3), "notes": [printable(n, keep_newlines=True) for n in self.notes],
-                "checks": checks}
-
-    def table(self, width: int = 100) -> str:
-        """The report as a text table: check, points, result, and message plus hint on failure."""
-        name_w = max([len("check")] + [len(r.name) for r in self.results])
-        lines = [f"{printable(self.exercise)}  ({printable(self.submission)}, seed {self.seed})",
-                 f"{'check':<{name_w}}  points  result", f"{'-' * name_w}  ------  ------"]
-        previous = None
-        for r in self.results:
-            lines.append(f"{printable(r.name):<{name_w}}  {f'{r.points}/{r.max_points}':>6}  "
-                         f"{'pass' if r.passed else 'FAIL'}")
-            if not r.passed:
-                message, previous = ("(the same as above)" if r.message == previous else r.message), r.message
-                for label, text in (("", message), ("hint: ", r.hint)):
-                    if text:
-                        body = textwrap.shorten(printable(" ".join(text.split())), 600, placeholder=" …")
-                        lines += textwrap.wrap(label + body, width, initial_indent="    ",
-                                               subsequent_indent="      ")
-        lines += [f"{'-' * name_w}  ------", f"{'total':<{name_w}}  {f'{self.score}/{self.max_score}':>6}"]
-        lines += [f"note: {printable(n)}" for n in self.notes]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
 class Student:

@@ -6,34 +6,25 @@ grading one file or a folder of them."""
 # %% ../../nbs/grading/02_runner.ipynb #92383e55
 from __future__ import annotations
 
-import builtins
 import json
-import linecache
-import os
-import pickle
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
-from .core import (CheckResult, Exercise, GradingError, Report, StudentError, exercises,
-                                get_exercise, run_checks, write_back)
-from .formats import reports_to_json, summary_table
-from .isolation import (MARKER, Limits, PidsCgroup, become_subreaper, limit_resources,
-                                          package_view, reap_orphans, sandbox_mode, worker_command)
-from .sandbox import decode_result, dump_plain, forbid, guarded_call, printable
+from .core import Exercise, GradingError, Report, exercises, get_exercise, run_checks
+from .isolation import Limits, sandbox_mode
+from .sandbox import printable
+
+# the worker protocol has its own page (09_worker); re-exported here
+from .worker import WorkerBackend, short_error, worker_main
+
+_all_ = ["worker_main", "WorkerBackend", "short_error"]
 
 # %% auto #0
-__all__ = ['read_submission', 'exercise_for', 'worker_main', 'WorkerBackend', 'short_error', 'grade_file', 'find_submissions',
-           'grade_path']
+__all__ = ['read_submission', 'exercise_for', 'grade_file', 'find_submissions', 'grade_path', 'worker_main', 'WorkerBackend',
+           'short_error']
 
 # %% ../../nbs/grading/02_runner.ipynb #2118bc25
 _MAGIC = re.compile(r"^(\s*)(?=[%!])")
@@ -108,257 +99,6 @@ def exercise_for(path: str, cells: list[tuple[str, str]], name: str | None = Non
         raise GradingError(f"{path}: cannot tell which exercise this is; pass --exercise NAME "
                            "(course-llm list shows the names)")
     return get_exercise(max(matches, key=len))
-
-# %% ../../nbs/grading/02_runner.ipynb #9e3f69eb
-def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
-    notes = []
-    for label, source in cells:
-        filename = f"<{label}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-        try:
-            code = compile(source, filename, "exec")
-        except SyntaxError as error:
-            notes.append(f"{label} has a syntax error (line {error.lineno}: {error.msg}); it was skipped")
-            continue
-        outcome = guarded_call(exec, (code, namespace), {}, max_output, check_inputs=False)
-        if outcome.problem:
-            notes.append(f"{label} {outcome.problem.splitlines()[0]}; the grader went on with the next cell")
-    return notes
-
-
-def worker_main() -> None:
-    """Entry point of the worker process (see above); not for direct use."""
-    conn_in = Connection(int(sys.argv[1]), writable=False)
-    conn_out = Connection(int(sys.argv[2]), readable=False)
-    setup = pickle.loads(conn_in.recv_bytes())
-    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
-    with forbid(setup["forbidden"]):
-        notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
-        missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
-        conn_out.send_bytes(dump_plain({"notes": notes, "missing": missing}))
-        while True:
-            try:
-                name, args, kwargs = pickle.loads(conn_in.recv_bytes())
-            except EOFError:
-                return
-            outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"],
-                                   mutates=setup.get("mutates", ()))
-            conn_out.send_bytes(dump_plain((outcome.problem, outcome.payload, outcome.output,
-                                            outcome.mutated)))
-
-# %% ../../nbs/grading/02_runner.ipynb #2972e59a
-_MAX_RESULT_BYTES = 64 * 2**20
-_MAX_STDERR_BYTES = 4096
-_LIVE: set = set()
-_LIVE_LOCK = threading.Lock()
-_SUBREAPER: list = []
-
-
-def _worker_env(home: str) -> dict:
-    keep = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    return dict(env, COURSE_LLM_GRADING="1", MPLBACKEND="Agg", PYTHONUNBUFFERED="1", HOME=home,
-                TMPDIR=home, **{MARKER: "1"})
-
-
-class WorkerBackend:
-    """Runs one submission's functions in a sandboxed worker process; ``call`` as `run_checks` needs it.
-
-    Args:
-        cells: the submission's code (`read_submission`).
-        exercise: the exercise being graded.
-        cwd: unused, kept for callers of earlier versions (the worker always runs in a private,
-            empty folder holding only the copy of `files`).
-        module_name: ``__name__`` the code sees (``"__main__"`` for notebooks).
-        load_timeout: seconds allowed to execute the cells (not counted in the checks' time).
-        max_output: characters the student's code may print per call (and per cell while loading).
-        files: ``{name: bytes}`` copied into the worker's private folder (the submission itself).
-        limits: the worker's resource `Limits` (default `Limits()`).
-        sandbox: ``"auto"``, ``"bwrap"`` or ``"rlimits"`` (see `sandbox_mode`).
-    """
-
-    def __init__(self, cells: list, exercise: Exercise, cwd: str = ".",
-                 module_name: str = "__main__", load_timeout: float = 30.0, max_output: int = 100_000,
-                 files: dict | None = None, limits: Limits | None = None, sandbox: str = "auto"):
-        self.cells, self.exercise, self.module_name = cells, exercise, module_name
-        self.load_timeout, self.max_output = load_timeout, max_output
-        self.files, self.limits, self.sandbox = dict(files or {}), limits or Limits(), sandbox
-        self.proc = self.conn_in = self.conn_out = self.group = self.workdir = None
-        self.sandbox_pid = None
-        self.load_error, self.missing, self.notes, self.load_seconds = None, [], [], 0.0
-
-    def _launch(self) -> None:
-        mode = sandbox_mode(self.sandbox)
-        if mode == "rlimits" and not _SUBREAPER:
-            _SUBREAPER.append(become_subreaper())
-        view = package_view(self.exercise.forbidden)
-        self.mode, self.workdir = mode, Path(tempfile.mkdtemp(prefix="course-llm-work-"))
-        (self.workdir / "submission").mkdir()
-        for name, data in self.files.items():
-            (self.workdir / "submission" / Path(name).name).write_bytes(data)
-        code = "from course_llm.grading.runner import worker_main; worker_main()"
-        command, _ = worker_command(mode, self.workdir, view, code)
-        parent_r, child_w = os.pipe()
-        child_r, parent_w = os.pipe()
-        info_r, info_w = os.pipe()
-        if mode == "bwrap":
-            command[1:1] = ["--info-fd", str(info_w)]
-        self.stderr = tempfile.TemporaryFile()
-        self.group, limits = PidsCgroup(self.limits.processes), self.limits
-        group = self.group
-
-        def before_exec():
-            group.join()
-            limit_resources(limits)
-
-        try:
-            with _LIVE_LOCK:    # registered before any `close` can look for orphans
-                self.proc = subprocess.Popen(
-                    command + [str(child_r), str(child_w)], pass_fds=(child_r, child_w, info_w),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                    cwd=self.workdir / "submission", env=_worker_env(str(self.workdir)),
-                    start_new_session=True, preexec_fn=before_exec)
-                _LIVE.add(self.proc.pid)
-        finally:
-            for fd in (child_r, child_w, info_w):
-                os.close(fd)
-        # bwrap writes a JSON object holding "child-pid" before it starts the worker, possibly in
-        # several writes; the pipe stays open until the worker is closed (bwrap dies of SIGPIPE if not)
-        text, self.info_fd = b"", info_r
-        while mode == "bwrap" and b"}" not in text and len(text) < 4096:
-            chunk = os.read(info_r, 4096)
-            if not chunk:
-                break
-            text += chunk
-        found = re.search(rb'"child-pid"\s*:\s*(\d+)', text)
-        self.sandbox_pid = int(found.group(1)) if found else None
-        self.conn_in, self.conn_out = Connection(parent_r, writable=False), Connection(parent_w, readable=False)
-
-    def _start(self) -> None:
-        self._launch()
-        self.conn_out.send_bytes(pickle.dumps({
-            "cells": self.cells, "functions": self.exercise.functions, "forbidden": self.exercise.forbidden,
-            "mutates": getattr(self.exercise, "mutates", ()),
-            "max_output": self.max_output, "module_name": self.module_name}))
-        reply = self._receive(self.load_timeout, "your code, while loading,")
-        if isinstance(reply, StudentError):
-            self.load_error = str(reply)
-            if "did not return" in self.load_error:
-                self.load_error = (f"your code did not finish loading within {self.load_timeout:g} s; is "
-                                   "there a long computation or an infinite loop outside the functions?")
-            raise StudentError(self.load_error)
-        try:
-            info = decode_result(reply)
-            notes, missing = [str(n) for n in info["notes"]], [str(m) for m in info["missing"]]
-        except Exception as error:  # noqa: BLE001 - a forged or malformed reply
-            self.load_error = f"the worker's first reply was not the grader's ({short_error(error)})"
-            self.close()
-            raise StudentError(self.load_error) from None
-        if not self.notes:
-            self.notes = notes
-        self.missing = missing
-
-    def _stderr_tail(self) -> str:
-        """The last line of what the worker wrote to its standard error (read up to a cap)."""
-        self.stderr.seek(0, os.SEEK_END)
-        size = self.stderr.tell()
-        self.stderr.seek(max(0, size - _MAX_STDERR_BYTES))
-        lines = self.stderr.read(_MAX_STDERR_BYTES).decode(errors="replace").strip().splitlines()
-        return lines[-1][:200] if lines else ""
-
-    def _receive(self, timeout: float, subject: str):
-        """The worker's next message, or a `StudentError` saying what happened to `subject`."""
-        try:
-            if self.conn_in.poll(max(timeout, 0)):
-                return self.conn_in.recv_bytes(_MAX_RESULT_BYTES)
-        except EOFError:
-            tail = self._stderr_tail()
-            self.close()
-            return StudentError(f"{subject} ended the process running it (os._exit? a crash? out of memory?)"
-                                + (f": {tail}" if tail else ""))
-        except OSError:
-            self.close()
-            return StudentError(f"{subject} returned a result larger than {_MAX_RESULT_BYTES // 2**20} MB")
-        self.close()
-        return StudentError(f"{subject} did not return within {timeout:.3g} s (an infinite loop? a very slow "
-                            "algorithm?)")
-
-    def call(self, name: str, args: tuple, kwargs: dict, timeout: float) -> Any:
-        """Run the student's `name` on the arguments; the decoded result or `StudentError`."""
-        if self.load_error:
-            raise StudentError(self.load_error)
-        if self.proc is None:
-            start = time.monotonic()
-            try:
-                self._start()
-            finally:
-                self.load_seconds += time.monotonic() - start
-        if name in self.missing:
-            raise StudentError(f"{name} is not defined in your submission; define a function with this name")
-        self.conn_out.send_bytes(pickle.dumps((name, args, kwargs)))
-        reply = self._receive(timeout, name)
-        if isinstance(reply, StudentError):
-            raise reply
-        try:
-            problem, payload, _output, mutated = _split_reply(reply)
-        except Exception as error:  # noqa: BLE001 - a forged reply
-            self.close()
-            raise StudentError(f"{name}: the worker's reply was refused ({short_error(error)})") from None
-        if problem:
-            raise StudentError(f"{name} {problem}")
-        try:
-            if mutated is not None:           # the declared in-place writes, into the check's objects
-                write_back((args, kwargs), decode_result(mutated))
-            return decode_result(payload)
-        except StudentError:
-            raise
-        except Exception as error:  # noqa: BLE001 - anything refused by the safe unpickler
-            raise StudentError(f"{name} returned something the grader does not accept ({error})") from None
-
-    def _wait_for_sandbox(self) -> None:
-        """Wait (up to 10 s) until bwrap's PID-namespace init, and so every process in it, is gone."""
-        deadline = time.monotonic() + 10
-        while self.sandbox_pid and time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{self.sandbox_pid}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                        return
-            except OSError:
-                return
-            time.sleep(0.005)
-
-    def close(self) -> None:
-        """Stop the worker and everything it started; remove its private folder."""
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
-            self._wait_for_sandbox()
-            self.group.kill_all()
-            with _LIVE_LOCK:
-                _LIVE.discard(self.proc.pid)
-                if self.mode == "rlimits" or any(_SUBREAPER):   # orphans adopted by this process
-                    reap_orphans(set(_LIVE))
-            for conn in (self.conn_in, self.conn_out):
-                conn.close()
-            os.close(self.info_fd)
-            self.stderr.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        self.proc = None
-
-
-def short_error(error: BaseException) -> str:
-    """``Type: message`` of `error`, cut to 200 characters."""
-    return f"{type(error).__name__}: {str(error)[:200]}"
-
-
-def _split_reply(reply: bytes) -> tuple:
-    """The worker's answer ``(problem, payload, output, mutated)``, read without trusting its types."""
-    problem, payload, output, *rest = decode_result(reply)
-    mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
-    return (str(problem) if problem is not None else None), payload, str(output), mutated
 
 # %% ../../nbs/grading/02_runner.ipynb #92a4b461
 def grade_file(path: str, exercise: str | None = None, seed: int | None = None,

@@ -13,19 +13,22 @@ import inspect
 import io
 import math
 import pickle
-import pickletools
 import re
 import signal
 import sys
 import threading
 import traceback
-from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+# the transport format has its own page (07_transport); re-exported here
+from .transport import decode_result, dump_plain, encode_result
+
+_all_ = ["encode_result", "dump_plain", "decode_result"]
+
 # %% auto #0
-__all__ = ['short', 'printable', 'BoundedOutput', 'forbid', 'same', 'encode_result', 'dump_plain', 'decode_result', 'CallOutcome',
-           'guarded_call']
+__all__ = ['short', 'printable', 'BoundedOutput', 'forbid', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain',
+           'decode_result']
 
 # %% ../../nbs/grading/01_sandbox.ipynb #bdffda3f
 def short(obj: Any, limit: int = 160) -> str:
@@ -182,166 +185,6 @@ def same(a: Any, b: Any, _depth: int = 0) -> bool:
         return same(vars(a), vars(b), _depth + 1)
     return bool(a == b)
 
-# %% ../../nbs/grading/01_sandbox.ipynb #747d2f93
-_TAG = "__course_llm_array__"
-_SAFE_GLOBALS = {("builtins", n) for n in ("set", "frozenset", "complex", "int", "float", "str",
-                                             "bytes", "bytearray", "list", "dict", "tuple", "bool")}
-_SAFE_GLOBALS |= {("collections", n) for n in ("Counter", "OrderedDict", "defaultdict")}
-
-
-def encode_result(obj: Any, _depth: int = 0) -> Any:
-    """`obj` as plain data: containers, scalars, and tensors/arrays as tagged tuples.
-
-    Raises:
-        TypeError: for any other type, naming it.
-
-    Example:
-        >>> encode_result(Counter({("a",): 2}))
-        Counter({('a',): 2})
-    """
-    if _depth > 100:
-        raise TypeError("a structure nested more than 100 levels deep")
-    kind = type(obj)
-    if obj is None or kind in (bool, int, float, complex, str, bytes):
-        return obj
-    root = kind.__module__.split(".")[0]
-    if root == "torch" and hasattr(obj, "detach"):
-        t = obj.detach().cpu().contiguous()
-        dtype = str(t.dtype).replace("torch.", "")
-        data = (t.float() if dtype == "bfloat16" else t).numpy().tobytes()
-        return (_TAG, "torch", dtype, tuple(t.shape), data)
-    if root == "numpy":
-        if hasattr(obj, "shape") and getattr(obj, "ndim", 0) > 0 and obj.dtype.kind in "biufc":
-            return (_TAG, "numpy", obj.dtype.str, tuple(obj.shape), obj.tobytes())
-        if hasattr(obj, "item"):
-            return obj.item()
-    for base in (bool, int, float, str):
-        if isinstance(obj, base) and not isinstance(obj, (list, tuple, dict)):
-            return base(obj)
-    enc = lambda x: encode_result(x, _depth + 1)  # noqa: E731
-    if isinstance(obj, (dict, Counter, OrderedDict, defaultdict)):
-        items = [(enc(k), enc(v)) for k, v in obj.items()]
-        if isinstance(obj, Counter):
-            return Counter(dict(items))
-        if isinstance(obj, defaultdict):
-            return defaultdict(obj.default_factory if obj.default_factory in (int, float, list) else None, items)
-        return OrderedDict(items) if isinstance(obj, OrderedDict) else dict(items)
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        base = next(b for b in (list, tuple, set, frozenset) if isinstance(obj, b))
-        return base(enc(x) for x in obj)
-    raise TypeError(f"a {kind.__module__}.{kind.__qualname__} object")
-
-
-class _SafeUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        if (module, name) in _SAFE_GLOBALS:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}")
-
-
-def dump_plain(obj: Any) -> bytes:
-    """`obj` (plain data from `encode_result`) pickled without shared references.
-
-    The pickler's memo is off, so every object is written where it occurs: what the grader reads
-    back is a tree no larger than the bytes it received (a memo would let a few kilobytes name
-    one object a billion times).
-
-    Example:
-        >>> decode_result(dump_plain(["x", "x"]))
-        ['x', 'x']
-    """
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=4)
-    pickler.fast = True
-    pickler.dump(obj)
-    return buffer.getvalue()
-
-
-_MEMO_READS = {"GET", "BINGET", "LONG_BINGET"}
-
-
-def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
-    """Refuse a pickle with shared references, more than `max_ops` opcodes or a deeper stack."""
-    depth, marks = 0, []
-    try:
-        for count, (op, _arg, _pos) in enumerate(pickletools.genops(data)):
-            if count >= max_ops:
-                raise pickle.UnpicklingError(f"more than {max_ops:,} items")
-            if op.name in _MEMO_READS:
-                raise pickle.UnpicklingError("shared references (the grader reads trees only)")
-            if op.name == "MARK":
-                marks.append(depth)
-                continue
-            before = op.stack_before
-            if pickletools.markobject in before:
-                if not marks:
-                    raise pickle.UnpicklingError("a malformed pickle (no mark)")
-                depth = marks.pop() - before.index(pickletools.markobject)
-            else:
-                depth -= len(before)
-            depth += len(op.stack_after)
-            if depth < 0 or depth + len(marks) > max_depth:
-                raise pickle.UnpicklingError(f"a structure nested more than {max_depth} levels deep")
-    except ValueError as error:  # genops on bytes that are not a pickle
-        raise pickle.UnpicklingError(f"not a pickle ({error})") from None
-
-
-def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000) -> Any:
-    """Read bytes made by ``dump_plain(encode_result(x))`` back, accepting only plain data.
-
-    The bytes are checked before they are loaded: no shared references (so the size of what is
-    built is bounded by the size of the bytes), at most `max_ops` opcodes, nesting at most
-    `max_depth` deep. A forged reply therefore costs time linear in its (capped) size.
-
-    Raises:
-        pickle.UnpicklingError: a refused type or structure, saying which.
-
-    Example:
-        >>> decode_result(dump_plain(encode_result({"a": [1, 2.5]})))
-        {'a': [1, 2.5]}
-    """
-    if not isinstance(data, (bytes, bytearray)):
-        raise pickle.UnpicklingError(f"expected bytes, got {type(data).__name__}")
-    _check_structure(data, max_ops, max_depth)
-    try:
-        return _untag(_SafeUnpickler(io.BytesIO(data)).load())
-    except RecursionError:
-        raise pickle.UnpicklingError(f"a structure nested too deeply to read back") from None
-
-
-def _untag(obj: Any) -> Any:
-    if isinstance(obj, tuple) and len(obj) == 5 and obj[0] == _TAG:
-        _, lib, dtype, shape, data = obj
-        import numpy as np
-
-        if lib == "numpy":
-            return np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape).copy()
-        import torch
-
-        array = np.frombuffer(bytearray(data), dtype=_numpy_dtype(dtype)).reshape(shape)
-        tensor = torch.from_numpy(array.copy())
-        return tensor.to(torch.bfloat16) if dtype == "bfloat16" else tensor
-    if isinstance(obj, (Counter, OrderedDict, defaultdict, dict)):
-        items = [(_untag(k), _untag(v)) for k, v in obj.items()]
-        obj.clear()
-        for key, value in items:
-            obj[key] = value
-        return obj
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return type(obj)(_untag(x) for x in obj)
-    return obj
-
-
-def _numpy_dtype(torch_dtype: str):
-    import numpy as np
-
-    names = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "float16": np.float16, "float32": np.float32, "float64": np.float64,
-             "bfloat16": np.float32, "complex64": np.complex64, "complex128": np.complex128}
-    if torch_dtype not in names:
-        raise pickle.UnpicklingError(f"unsupported tensor dtype {torch_dtype}")
-    return names[torch_dtype]
-
 # %% ../../nbs/grading/01_sandbox.ipynb #0a9eb435
 @dataclass
 class CallOutcome:
@@ -367,7 +210,8 @@ def _student_traceback(error: BaseException) -> str:
     """The exception and the line of the student's code it came from (not the grader's frames)."""
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if not f.filename.replace("\\", "/").endswith(("course_llm/grading/sandbox.py",
-                                                              "course_llm/grading/runner.py"))]
+                                                              "course_llm/grading/runner.py",
+                                                              "course_llm/grading/worker.py"))]
     head = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()[-1]
     if isinstance(error, NotImplementedError):
         head += " (the function is still the stub: write your solution)"

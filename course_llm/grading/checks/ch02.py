@@ -182,7 +182,8 @@ def works_on_bytes(student, rng):
 encode_exercise = register(Exercise(
     "02_bpe_encode", ["encode_with_merges"], title="Encode bytes with a table of BPE merges",
     forbidden=("course_llm.tokenizers.encode_with_merges", "course_llm.tokenizers.bpe_merge",
-               "course_llm.bpe.encode_with_merges", "course_llm.fast_bpe.bpe_merge")))
+               "course_llm.bpe.encode_with_merges", "course_llm.fast_bpe.bpe_merge",
+               "course_llm.bpe_ranks.bpe_merge")))
 
 
 @lru_cache(maxsize=None)

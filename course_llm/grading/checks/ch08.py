@@ -288,11 +288,12 @@ def first_step(student, rng):
     _compare_beams(student, *_beam_case(rng, first=True), " (first step: scores [0, -inf, ...])")
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #7a6bb194
-from ...generate import KVCache as _KVCache
+from ...kv_cache import KVCache as _KVCache
 
 kv_append_exercise = register(Exercise(
     "08_kv_append", ["kv_append"], title="Append keys and values to a preallocated KV cache, in place",
-    forbidden=("course_llm.generate.KVCache", "course_llm.generate.make_kv_cache"),
+    forbidden=("course_llm.generate.KVCache", "course_llm.generate.make_kv_cache",
+               "course_llm.kv_cache.KVCache", "course_llm.kv_cache.make_kv_cache"),
     mutates=("k_cache", "v_cache")))
 
 
@@ -308,7 +309,7 @@ def _kv_case(rng, length=None, T=None):
 
 
 def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
-    """course_llm.generate.KVCache.update on copies: (cache k, cache v, returned k, returned v)."""
+    """course_llm.kv_cache.KVCache.update on copies: (cache k, cache v, returned k, returned v)."""
     cache = _KVCache(*(k_cache.shape[:2]), k_cache.size(2), k_cache.size(3))
     cache.k, cache.v, cache.length = k_cache.clone(), v_cache.clone(), length
     k, v = cache.update(k_new, v_new)
