@@ -102,5 +102,7 @@ def assert_bug_loses_exactly_its_checks(bug: Path, reports: list) -> None:
 def selected(request, name: str) -> list:
     """The values of parameter `name` of this module's tests that pytest will run (after ``-k``),
     so that a module-scoped fixture grades only what is asked for."""
+    # getattr: the session also holds nbval's notebook cells, which have no `module`.
     return [item.callspec.params[name] for item in request.session.items
-            if item.module is request.module and name in getattr(getattr(item, "callspec", None), "params", {})]
+            if getattr(item, "module", None) is request.module
+            and name in getattr(getattr(item, "callspec", None), "params", {})]
