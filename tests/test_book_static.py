@@ -113,3 +113,16 @@ def test_directives_fold_the_library_and_keep_teaching_code_in_view(directive, t
     out = course_build.render_cell(cell)
     assert out["source"] == "def f(x):\n    return x\n"
     assert out["metadata"].get("tags", []) == tags
+
+
+def test_bibliography_parses_with_unique_keys():
+    """references.bib is read by pybtex (as sphinxcontrib-bibtex does) and no key is declared twice:
+    a lost closing brace makes the whole book build fail before any page is read."""
+    import re
+
+    from pybtex.database import parse_file
+
+    path = Path(__file__).resolve().parents[1] / "references.bib"
+    keys = re.findall(r"^@\w+\{([^,\s]+),", path.read_text(), flags=re.M)
+    assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
+    assert len(parse_file(str(path)).entries) == len(keys)
