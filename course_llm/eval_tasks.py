@@ -16,7 +16,7 @@ __all__ = ['SENTIMENT_TEMPLATES', 'tasks', 'task']
 # %% ../nbs/21b_eval_tasks.ipynb #b67f0c71
 _PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'-")
 
-#: The prompt templates of the sentiment task: (prompt with {text}, choices for labels 0, 1).
+#: Prompt templates for the sentiment task, each a pair (prompt with {text}, choices for labels 0 and 1).
 SENTIMENT_TEMPLATES = (
     ("Review: {text}\nSentiment:", (" negative", " positive")),
     ("{text}\nQuestion: was that review positive or negative? Answer:",

@@ -90,7 +90,7 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, clip_ep
         k3_it = exp(d) - d - 1      (unbiased, non-negative estimate of KL(pi_theta || pi_ref))
 
     ``aggregate="sequence"`` averages over each sequence's response tokens, then over the batch
-    (DeepSeekMath's 1/G sum_i 1/|o_i| sum_t); ``"token"`` averages over all response tokens of
+    (DeepSeekMath's 1/G sum_i 1/len(o_i) sum_t); ``"token"`` averages over all response tokens of
     the batch at once (DAPO's token-level loss; Dr. GRPO divides by a constant instead).
     `old_logprobs` and `ref_logprobs` are treated as constants (detached).
 
