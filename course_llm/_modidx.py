@@ -1362,6 +1362,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                       'course_llm/pretrained.py'),
                                        'course_llm.pretrained.load_gguf': ('pretrained.html#load_gguf', 'course_llm/pretrained.py'),
                                        'course_llm.pretrained.read_gguf': ('pretrained.html#read_gguf', 'course_llm/pretrained.py'),
+                                       'course_llm.pretrained.read_gguf_header': ( 'pretrained.html#read_gguf_header',
+                                                                                   'course_llm/pretrained.py'),
                                        'course_llm.pretrained.smollm2_path': ('pretrained.html#smollm2_path', 'course_llm/pretrained.py'),
                                        'course_llm.pretrained.tokenizer_from_gguf': ( 'pretrained.html#tokenizer_from_gguf',
                                                                                       'course_llm/pretrained.py'),

@@ -20,6 +20,9 @@ def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
         check_tensor(name, z, ndim=2, dtype="float")
         if z.size(1) == 0:
             raise ValueError(f"`{name}` has no embedding dimension, got shape {tuple(z.shape)}")
+        if not bool(torch.isfinite(z).all()):
+            raise ValueError(f"`{name}` holds NaN or inf; the loss would be NaN (check the encoder's "
+                             f"outputs and the learning rate)")
     check_same_shape(names[0], z1, names[1], z2)
     if z1.size(0) < min_rows:
         raise ValueError(f"need a batch of at least {min_rows} rows, got {z1.size(0)}")
