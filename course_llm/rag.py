@@ -36,19 +36,27 @@ def tokenize(text):
 
 
 def _check_tokens(name, tokens):
-    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-        raise TypeError(f"`{name}` must be a list of str tokens (apply tokenize to the text), "
-                        f"got {type(tokens).__name__}")
+    if not isinstance(tokens, (list, tuple)) or not all(
+        isinstance(t, str) for t in tokens
+    ):
+        raise TypeError(
+            f"`{name}` must be a list of str tokens (apply tokenize to the text), "
+            f"got {type(tokens).__name__}"
+        )
 
 
 def _check_docs(docs):
     if not isinstance(docs, (list, tuple)) or not docs:
-        raise ValueError("`docs` must be a non-empty list of token lists (apply tokenize to each document)")
+        raise ValueError(
+            "`docs` must be a non-empty list of token lists (apply tokenize to each document)"
+        )
     for i, d in enumerate(docs):
         _check_tokens(f"docs[{i}]", d)
     if not any(docs):
-        raise ValueError("every document of `docs` is empty: BM25 needs at least one token "
-                         "(the average document length would be 0)")
+        raise ValueError(
+            "every document of `docs` is empty: BM25 needs at least one token "
+            "(the average document length would be 0)"
+        )
 
 
 def bm25_idf(docs, epsilon=0.25):
@@ -73,7 +81,7 @@ def bm25_idf(docs, epsilon=0.25):
     _check_docs(docs)
     epsilon = check_float("epsilon", epsilon, min=0)
     N = len(docs)
-    n = Counter(t for d in docs for t in set(d))                           # document frequency n_t
+    n = Counter(t for d in docs for t in set(d))  # document frequency n_t
     idf = {t: math.log(N - n_t + 0.5) - math.log(n_t + 0.5) for t, n_t in n.items()}
     floor = epsilon * sum(idf.values()) / len(idf) if idf else 0.0
     return {t: (floor if v < 0 else v) for t, v in idf.items()}
@@ -107,10 +115,14 @@ def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
     avgdl = sum(len(d) for d in docs) / len(docs)
     scores = []
     for d in docs:
-        f = Counter(d)                                                     # f(q, D)
+        f = Counter(d)  # f(q, D)
         norm = k1 * (1 - b + b * len(d) / avgdl)
-        scores.append(sum(idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm)
-                          for q in query if f[q]) + 0.0)                   # absent terms add 0
+        scores.append(
+            sum(
+                idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm) for q in query if f[q]
+            )
+            + 0.0
+        )  # absent terms add 0
     return scores
 
 
@@ -130,9 +142,16 @@ class BM25Retriever:
     """
 
     def __init__(self, passages, k1=1.5, b=0.75):
-        if not isinstance(passages, (list, tuple)) or not passages or not all(isinstance(p, str) for p in passages):
+        if (
+            not isinstance(passages, (list, tuple))
+            or not passages
+            or not all(isinstance(p, str) for p in passages)
+        ):
             raise ValueError("`passages` must be a non-empty list of strings")
-        self.k1, self.b = check_float("k1", k1, min=0), check_float("b", b, min=0, max=1)
+        self.k1, self.b = (
+            check_float("k1", k1, min=0),
+            check_float("b", b, min=0, max=1),
+        )
         self.passages = list(passages)
         self.docs = [tokenize(p) for p in self.passages]
         _check_docs(self.docs)
@@ -149,15 +168,41 @@ class BM25Retriever:
         return [self.passages[i] for i in order[:k]]
 
 # %% ../nbs/11b_rag.ipynb #aa59522d
-_SYLLABLES = ["ka", "lo", "mi", "zor", "ve", "qu", "ta", "ren", "sa", "dol", "pi", "nu", "bre", "fa", "gul", "tes",
-              "ob", "dri", "mun", "ha", "ix", "pel", "wu", "sen"]
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "zor",
+    "ve",
+    "qu",
+    "ta",
+    "ren",
+    "sa",
+    "dol",
+    "pi",
+    "nu",
+    "bre",
+    "fa",
+    "gul",
+    "tes",
+    "ob",
+    "dri",
+    "mun",
+    "ha",
+    "ix",
+    "pel",
+    "wu",
+    "sen",
+]
 NAME_POOL = sorted({a + b for a in _SYLLABLES for b in _SYLLABLES if a != b})
 
 
 def _check_random(generator):
     if not isinstance(generator, random.Random):
-        raise TypeError(f"`generator` must be a random.Random (e.g. random.Random(0)), "
-                        f"got {type(generator).__name__}")
+        raise TypeError(
+            f"`generator` must be a random.Random (e.g. random.Random(0)), "
+            f"got {type(generator).__name__}"
+        )
 
 
 def invented_names(count, generator):
@@ -195,8 +240,10 @@ def make_world(n_countries, generator):
     names = invented_names(3 * n_countries, generator)
     passages, qa = [], []
     for i in range(n_countries):
-        country, capital, language = names[3 * i: 3 * i + 3]
-        passages.append(f"the capital of {country} is {capital} and its language is {language} .")
+        country, capital, language = names[3 * i : 3 * i + 3]
+        passages.append(
+            f"the capital of {country} is {capital} and its language is {language} ."
+        )
         qa.append((f"what is the capital of {country} ?", capital, i))
         qa.append((f"what is the language of {country} ?", language, i))
     return passages, qa
@@ -223,18 +270,30 @@ class DenseRetriever:
     """
 
     def __init__(self, passages, model=None, tokenizer=None, batch_size: int = 64):
-        if not isinstance(passages, (list, tuple)) or not passages or not all(isinstance(p, str) for p in passages):
+        if (
+            not isinstance(passages, (list, tuple))
+            or not passages
+            or not all(isinstance(p, str) for p in passages)
+        ):
             raise ValueError("`passages` must be a non-empty list of strings")
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.model = load_minilm() if model is None else model
         if not isinstance(self.model, BERT):
-            raise TypeError(f"`model` must be a course_llm.bert.BERT, got {type(self.model).__name__}")
-        self.tokenizer = WordPieceTokenizer.from_vocab(minilm_path()) if tokenizer is None else tokenizer
+            raise TypeError(
+                f"`model` must be a course_llm.bert.BERT, got {type(self.model).__name__}"
+            )
+        self.tokenizer = (
+            WordPieceTokenizer.from_vocab(minilm_path())
+            if tokenizer is None
+            else tokenizer
+        )
         if not callable(getattr(self.tokenizer, "encode_batch", None)):
-            raise TypeError(f"`tokenizer` must have encode_batch (a WordPieceTokenizer), "
-                            f"got {type(self.tokenizer).__name__}")
+            raise TypeError(
+                f"`tokenizer` must have encode_batch (a WordPieceTokenizer), "
+                f"got {type(self.tokenizer).__name__}"
+            )
         self.passages = list(passages)
-        self.index = self.embed(self.passages)                     # (n_passages, d)
+        self.index = self.embed(self.passages)  # (n_passages, d)
 
     @torch.inference_mode()
     def embed(self, texts):
@@ -242,15 +301,22 @@ class DenseRetriever:
         dev = next(self.model.parameters()).device
         out = []
         for i in range(0, len(texts), self.batch_size):
-            b = self.tokenizer.encode_batch(list(texts[i:i + self.batch_size]))
-            out.append(sentence_embeddings(self.model.eval(), b["input_ids"].to(dev),
-                                           b["attention_mask"].to(dev)).cpu())
+            b = self.tokenizer.encode_batch(list(texts[i : i + self.batch_size]))
+            out.append(
+                sentence_embeddings(
+                    self.model.eval(),
+                    b["input_ids"].to(dev),
+                    b["attention_mask"].to(dev),
+                ).cpu()
+            )
         return torch.cat(out)
 
     def scores(self, question):
         """Cosine similarity of `question` (a string) with every passage, a list of floats."""
         if not isinstance(question, str):
-            raise TypeError(f"`question` must be a string, got {type(question).__name__}")
+            raise TypeError(
+                f"`question` must be a string, got {type(question).__name__}"
+            )
         return (self.index @ self.embed([question])[0]).tolist()
 
     def retrieve(self, question, k=1):
@@ -285,7 +351,9 @@ class WordVocab:
 
     def decode(self, ids):
         """Words of a list of ids."""
-        check_token_ids("ids", torch.as_tensor(ids, dtype=torch.long), len(self.itos), ndim=1)
+        check_token_ids(
+            "ids", torch.as_tensor(ids, dtype=torch.long), len(self.itos), ndim=1
+        )
         return [self.itos[i] for i in ids]
 
 
@@ -299,7 +367,9 @@ def rag_prompt(question, passages=()):
     if not isinstance(question, str):
         raise TypeError(f"`question` must be a str, got {type(question).__name__}")
     if isinstance(passages, str) or not all(isinstance(p, str) for p in passages):
-        raise TypeError("`passages` must be a list of str (not one str: wrap it in a list)")
+        raise TypeError(
+            "`passages` must be a list of str (not one str: wrap it in a list)"
+        )
     return " ".join([*passages, question])
 
 
@@ -318,16 +388,22 @@ def qa_batch(examples, vocab):
         >>> seq.tolist(), targets.tolist()
         ([[1, 2, 3, 4], [0, 1, 3, 5]], [[-100, -100, -100, 4], [-100, -100, -100, 5]])
     """
-    if not examples or not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in examples):
-        raise ValueError("`examples` must be a non-empty list of (prompt, answer) pairs")
+    if not examples or not all(
+        isinstance(e, (tuple, list)) and len(e) == 2 for e in examples
+    ):
+        raise ValueError(
+            "`examples` must be a non-empty list of (prompt, answer) pairs"
+        )
     if not isinstance(vocab, WordVocab):
         raise TypeError(f"`vocab` must be a WordVocab, got {type(vocab).__name__}")
     for i, (p, a) in enumerate(examples):
         if not isinstance(p, str) or not isinstance(a, str) or len(a.split()) != 1:
-            raise ValueError(f"examples[{i}] must be (prompt str, one-word answer str), got {(p, a)!r}")
+            raise ValueError(
+                f"examples[{i}] must be (prompt str, one-word answer str), got {(p, a)!r}"
+            )
     rows = [vocab.encode(p) + vocab.encode(a) for p, a in examples]
     T = max(map(len, rows))
-    seq = torch.tensor([[0] * (T - len(r)) + r for r in rows])                  # (B, T) left-padded
+    seq = torch.tensor([[0] * (T - len(r)) + r for r in rows])  # (B, T) left-padded
     targets = torch.full_like(seq, -100)
     targets[:, -1] = seq[:, -1]
     return seq, targets
@@ -347,5 +423,7 @@ def answer_accuracy(model, vocab, examples):
     seq, _ = qa_batch(examples, vocab)
     check_token_ids("examples (encoded)", seq, model.config.vocab_size)
     dev = next(model.parameters()).device
-    guess = model(seq[:, :-1].to(dev))[0][:, -1].argmax(-1).cpu()               # next word after the prompt
+    guess = (
+        model(seq[:, :-1].to(dev))[0][:, -1].argmax(-1).cpu()
+    )  # next word after the prompt
     return (guess == seq[:, -1]).float().mean().item()
