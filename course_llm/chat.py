@@ -28,23 +28,35 @@ def check_messages(messages) -> list:
         [{'role': 'user', 'content': 'Hi'}]
     """
     if not isinstance(messages, (list, tuple)):
-        raise TypeError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}")
+        raise TypeError(
+            f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}"
+        )
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or "role" not in m or "content" not in m:
-            raise TypeError(f"messages[{i}] must be a dict with keys 'role' and 'content', got {m!r}")
+            raise TypeError(
+                f"messages[{i}] must be a dict with keys 'role' and 'content', got {m!r}"
+            )
         if m["role"] not in ROLES:
-            raise ValueError(f"messages[{i}] has unknown role {m['role']!r}; use one of {ROLES}")
+            raise ValueError(
+                f"messages[{i}] has unknown role {m['role']!r}; use one of {ROLES}"
+            )
         if not isinstance(m["content"], str):
-            raise TypeError(f"messages[{i}]['content'] must be a str, got {type(m['content']).__name__}")
+            raise TypeError(
+                f"messages[{i}]['content'] must be a str, got {type(m['content']).__name__}"
+            )
         if IM_START in m["content"] or IM_END in m["content"]:
-            raise ValueError(f"messages[{i}]['content'] contains {IM_START} or {IM_END}; remove them")
+            raise ValueError(
+                f"messages[{i}]['content'] contains {IM_START} or {IM_END}; remove them"
+            )
     return list(messages)
 
 
-_check_messages = check_messages   # the old private name, kept for one release
+_check_messages = check_messages  # the old private name, kept for one release
 
 
-def render_chat(messages, add_generation_prompt: bool = False, default_system: str = None) -> str:
+def render_chat(
+    messages, add_generation_prompt: bool = False, default_system: str = None
+) -> str:
     """Render messages in ChatML: ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` each.
 
     Args:
@@ -63,7 +75,9 @@ def render_chat(messages, add_generation_prompt: bool = False, default_system: s
     check_messages(messages)
     check_bool("add_generation_prompt", add_generation_prompt)
     if default_system is not None and not isinstance(default_system, str):
-        raise TypeError(f"`default_system` must be a str or None, got {type(default_system).__name__}")
+        raise TypeError(
+            f"`default_system` must be a str or None, got {type(default_system).__name__}"
+        )
     messages = list(messages)
     if default_system is not None and (not messages or messages[0]["role"] != "system"):
         messages = [{"role": "system", "content": default_system}] + messages
@@ -71,7 +85,9 @@ def render_chat(messages, add_generation_prompt: bool = False, default_system: s
     return text + (f"{IM_START}assistant\n" if add_generation_prompt else "")
 
 # %% ../nbs/12_chat.ipynb #ab329173
-_MESSAGE = re.compile(re.escape(IM_START) + r"(\w+)\n(.*?)" + re.escape(IM_END) + r"\n", re.S)
+_MESSAGE = re.compile(
+    re.escape(IM_START) + r"(\w+)\n(.*?)" + re.escape(IM_END) + r"\n", re.S
+)
 
 
 def parse_chat(text: str) -> list:
@@ -93,10 +109,14 @@ def parse_chat(text: str) -> list:
     while pos < len(text):
         m = _MESSAGE.match(text, pos)
         if m is None:
-            raise ValueError(f"text is not ChatML at character {pos}: {text[pos:pos + 40]!r}; each "
-                             f"message must be '{IM_START}role\\ncontent{IM_END}\\n'")
+            raise ValueError(
+                f"text is not ChatML at character {pos}: {text[pos : pos + 40]!r}; each "
+                f"message must be '{IM_START}role\\ncontent{IM_END}\\n'"
+            )
         if m.group(1) not in ROLES:
-            raise ValueError(f"unknown role {m.group(1)!r} at character {pos}; use one of {ROLES}")
+            raise ValueError(
+                f"unknown role {m.group(1)!r} at character {pos}; use one of {ROLES}"
+            )
         messages.append({"role": m.group(1), "content": m.group(2)})
         pos = m.end()
     return messages
@@ -125,8 +145,14 @@ def grow_vocab(model, n_new: int) -> list:
         ([50, 51], torch.Size([52, 16]), True)
     """
     check_positive_int("n_new", n_new)
-    if not (hasattr(model, "tok_emb") and hasattr(model, "lm_head") and hasattr(model, "config")):
-        raise TypeError("model must be a course_llm.gpt.GPT (with tok_emb, lm_head and config)")
+    if not (
+        hasattr(model, "tok_emb")
+        and hasattr(model, "lm_head")
+        and hasattr(model, "config")
+    ):
+        raise TypeError(
+            "model must be a course_llm.gpt.GPT (with tok_emb, lm_head and config)"
+        )
     A = model.tok_emb.weight
     V, d = A.shape
     tied = model.lm_head.weight is A
@@ -172,20 +198,31 @@ def add_special_tokens(model, tokenizer, tokens=(IM_START, IM_END)) -> list:
         >>> tok.encode("<|im_start|>hi", allowed_special="all")[0]
         260
     """
-    if isinstance(tokens, str) or not hasattr(tokens, "__iter__") or not all(
-            isinstance(t, str) and t for t in tokens):
-        raise TypeError("`tokens` must be a list of non-empty str, e.g. ['<|im_start|>', '<|im_end|>']")
+    if (
+        isinstance(tokens, str)
+        or not hasattr(tokens, "__iter__")
+        or not all(isinstance(t, str) and t for t in tokens)
+    ):
+        raise TypeError(
+            "`tokens` must be a list of non-empty str, e.g. ['<|im_start|>', '<|im_end|>']"
+        )
     if not isinstance(tokenizer, BPETokenizer):
-        raise TypeError(f"`tokenizer` must be a course_llm.tokenizers.BPETokenizer, got "
-                        f"{type(tokenizer).__name__}")
+        raise TypeError(
+            f"`tokenizer` must be a course_llm.tokenizers.BPETokenizer, got "
+            f"{type(tokenizer).__name__}"
+        )
     if not (hasattr(model, "config") and hasattr(model.config, "vocab_size")):
-        raise TypeError("`model` must be a course_llm.gpt.GPT (with a config.vocab_size)")
+        raise TypeError(
+            "`model` must be a course_llm.gpt.GPT (with a config.vocab_size)"
+        )
     if model.config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"model vocab_size {model.config.vocab_size} != tokenizer.vocab_size "
-                         f"{tokenizer.vocab_size}; they must match before adding tokens")
+        raise ValueError(
+            f"model vocab_size {model.config.vocab_size} != tokenizer.vocab_size "
+            f"{tokenizer.vocab_size}; they must match before adding tokens"
+        )
     new = [t for t in dict.fromkeys(tokens) if t not in tokenizer.special_tokens]
     if new:
         ids = grow_vocab(model, len(new))
-        if tokenizer.add_special_tokens(new) != ids:    # both must take the next free ids
+        if tokenizer.add_special_tokens(new) != ids:  # both must take the next free ids
             raise RuntimeError("tokenizer and model disagree on the new ids")
     return [tokenizer.special_tokens[t] for t in tokens]

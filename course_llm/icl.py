@@ -211,7 +211,7 @@ STRING_RULES = {
     "rotate_right": _rotate_right,  # abc -> cab
     "swap_ends": _swap_ends,      # abcd -> dbca
     "double": _double,            # abc -> aabbcc
-    "repeat_half": _repeat_half,  # xyyz -> xyyzyz, the decks' (xy, yz, @, xyyzyz)
+    "repeat_half": _repeat_half,  # xyyz -> xyyzyz, Ryu's (xy, yz, @, xyyzyz)
     "shift": _shift,              # param k: each letter k places on (mod n_letters); abc -> bcd for k = 1
     "substitute": _substitute,    # param: a permutation of the letters, applied to each letter
 }

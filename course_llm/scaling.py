@@ -15,11 +15,15 @@ from .core import check_bool, check_float
 def _positive_array(name, x):
     """`x` as a float array of finite positive numbers (scalar or non-empty array), or a clear error."""
     if isinstance(x, (str, bytes, bool)):
-        raise TypeError(f"`{name}` must be a positive number or an array of them, got {x!r:.60}")
+        raise TypeError(
+            f"`{name}` must be a positive number or an array of them, got {x!r:.60}"
+        )
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"`{name}` must be a positive number or an array of them, got {x!r:.60}") from None
+        raise TypeError(
+            f"`{name}` must be a positive number or an array of them, got {x!r:.60}"
+        ) from None
     if a.size == 0:
         raise ValueError(f"`{name}` is empty: give at least one value")
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
@@ -54,6 +58,7 @@ class PowerLawFit:
         alpha_se: standard error of alpha from the least-squares covariance (given E).
         alpha_ci: 95% confidence interval of alpha (Student t, n - 2 degrees of freedom; given E).
     """
+
     alpha: float
     A: float
     E: float
@@ -67,7 +72,7 @@ class PowerLawFit:
 
 def _loglog_fit(x, y):
     """OLS of y = a + b x: returns a, b, standard error of b."""
-    X = np.stack([np.ones_like(x), x], axis=1)                  # (n, 2)
+    X = np.stack([np.ones_like(x), x], axis=1)  # (n, 2)
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ coef
     dof = len(x) - 2
@@ -94,28 +99,44 @@ def fit_power_law(N, L, with_offset=False):
         (0.3, 2.0)
     """
     from scipy import optimize, stats
-    N, L = _positive_array("N", N), _positive_array("L", L)          # the fit is in log space
+
+    N, L = _positive_array("N", N), _positive_array("L", L)  # the fit is in log space
     with_offset = check_bool("with_offset", with_offset)
     if N.shape != L.shape or N.ndim != 1:
-        raise ValueError(f"`N` and `L` must be 1-d and equally long, got shapes {N.shape}, {L.shape}")
+        raise ValueError(
+            f"`N` and `L` must be 1-d and equally long, got shapes {N.shape}, {L.shape}"
+        )
     if len(N) < 3 + with_offset:
         raise ValueError(f"need at least {3 + with_offset} points, got {len(N)}")
     if len(np.unique(N)) < 2:
-        raise ValueError("`N` needs at least 2 distinct sizes: a slope cannot be fitted at one size")
+        raise ValueError(
+            "`N` needs at least 2 distinct sizes: a slope cannot be fitted at one size"
+        )
     x = np.log(N)
     E = 0.0
     if with_offset:
         top = L.min() * (1 - 1e-9)
-        res = optimize.minimize_scalar(lambda e: _loglog_fit(x, np.log(L - e))[3], bounds=(0.0, top),
-                                       method="bounded", options={"xatol": 1e-10 * max(top, 1.0)})
+        res = optimize.minimize_scalar(
+            lambda e: _loglog_fit(x, np.log(L - e))[3],
+            bounds=(0.0, top),
+            method="bounded",
+            options={"xatol": 1e-10 * max(top, 1.0)},
+        )
         E = float(res.x)
     a, b, se, _ = _loglog_fit(x, np.log(L - E))
     t = stats.t.ppf(0.975, len(N) - 2)
-    return PowerLawFit(alpha=float(-b), A=math.exp(a), E=E, alpha_se=se,
-                       alpha_ci=(float(-b - t * se), float(-b + t * se)))
+    return PowerLawFit(
+        alpha=float(-b),
+        A=math.exp(a),
+        E=E,
+        alpha_se=se,
+        alpha_ci=(float(-b - t * se), float(-b + t * se)),
+    )
 
 # %% ../nbs/14b_scaling.ipynb #6618b052
-CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)   # Hoffmann et al. 2022, approach 3
+CHINCHILLA = dict(
+    E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28
+)  # Hoffmann et al. 2022, approach 3
 
 
 def _check_coefficients(A, B, alpha, beta):
@@ -123,7 +144,9 @@ def _check_coefficients(A, B, alpha, beta):
         check_float(name, v, min=0, min_open=True)
 
 
-def chinchilla_loss(n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28):
+def chinchilla_loss(
+    n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28
+):
     """Parametric loss L(N, D) = E + A / N^alpha + B / D^beta (defaults: Hoffmann et al. 2022).
 
     Example:
@@ -133,7 +156,7 @@ def chinchilla_loss(n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, be
     N, D = _positive_array("n_params", n_params), _positive_array("n_tokens", n_tokens)
     E = check_float("E", E, min=0)
     _check_coefficients(A, B, alpha, beta)
-    L = E + A / N ** alpha + B / D ** beta
+    L = E + A / N**alpha + B / D**beta
     return float(L) if L.ndim == 0 else L
 
 

@@ -37,6 +37,9 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
     """
     for name, ids in (("prompt_ids", prompt_ids), ("response_ids", response_ids)):
         _check_id_list(name, ids)
+    if not prompt_ids:
+        raise ValueError("`prompt_ids` is empty: the first response token would have nothing to be "
+                         "predicted from (give at least one prompt token, e.g. <|im_start|>)")
     if not response_ids:
         raise ValueError("`response_ids` is empty: an SFT example needs at least one response token")
     check_int("ignore_index", ignore_index)
@@ -147,6 +150,12 @@ def sft_loss(logits, labels, ignore_index: int = -100):
         2.3026
     """
     check_tensor("logits", logits, ndim=3, dtype="float")
+    if logits.numel() == 0:
+        raise ValueError(f"`logits` is empty, shape {tuple(logits.shape)}: need (batch, T, vocab_size) "
+                         f"with every size >= 1")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("`logits` holds NaN or inf; the loss would be NaN (check the model and the "
+                         "learning rate)")
     check_tensor("labels", labels, shape=tuple(logits.shape[:2]), dtype="int")
     check_int("ignore_index", ignore_index)
     real = labels[:, 1:][labels[:, 1:] != ignore_index]                   # predicted positions

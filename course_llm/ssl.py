@@ -10,7 +10,13 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from .core import check_bool, check_float, check_positive_int, check_same_shape, check_tensor
+from course_llm.core import (
+    check_bool,
+    check_float,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+)
 from .layers import TransformerBlock, TransformerConfig
 from .vit import ViT, ViTConfig
 
@@ -19,7 +25,14 @@ def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
     for name, z in zip(names, (z1, z2)):
         check_tensor(name, z, ndim=2, dtype="float")
         if z.size(1) == 0:
-            raise ValueError(f"`{name}` has no embedding dimension, got shape {tuple(z.shape)}")
+            raise ValueError(
+                f"`{name}` has no embedding dimension, got shape {tuple(z.shape)}"
+            )
+        if not bool(torch.isfinite(z).all()):
+            raise ValueError(
+                f"`{name}` holds NaN or inf; the loss would be NaN (check the encoder's "
+                f"outputs and the learning rate)"
+            )
     check_same_shape(names[0], z1, names[1], z2)
     if z1.size(0) < min_rows:
         raise ValueError(f"need a batch of at least {min_rows} rows, got {z1.size(0)}")
@@ -44,14 +57,20 @@ def info_nce(z1, z2, temperature=0.5):
     _check_pair(z1, z2, min_rows=2)
     temperature = check_float("temperature", temperature, min=0, min_open=True)
     N = z1.size(0)
-    z = F.normalize(torch.cat([z1, z2]), dim=1)                          # (2N, dim)
-    logits = z @ z.T / temperature                                       # (2N, 2N)
-    logits = logits.masked_fill(torch.eye(2 * N, dtype=torch.bool, device=z.device), float("-inf"))
-    targets = torch.cat([torch.arange(N, 2 * N), torch.arange(N)]).to(z.device)   # partner of each row
+    z = F.normalize(torch.cat([z1, z2]), dim=1)  # (2N, dim)
+    logits = z @ z.T / temperature  # (2N, 2N)
+    logits = logits.masked_fill(
+        torch.eye(2 * N, dtype=torch.bool, device=z.device), float("-inf")
+    )
+    targets = torch.cat([torch.arange(N, 2 * N), torch.arange(N)]).to(
+        z.device
+    )  # partner of each row
     return F.cross_entropy(logits, targets)
 
 # %% ../nbs/14c_ssl.ipynb #7e29f9db
-def vicreg_loss(z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_terms=False):
+def vicreg_loss(
+    z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_terms=False
+):
     """VICReg loss of Bardes et al. (2022): lam * invariance + mu * variance + nu * covariance.
 
     Args:
@@ -80,17 +99,20 @@ def vicreg_loss(z1, z2, lam=25.0, mu=25.0, nu=1.0, gamma=1.0, eps=1e-4, return_t
     N, D = z1.shape
 
     def variance(z):
-        std = torch.sqrt(z.var(dim=0) + eps)                             # (D,) unbiased
+        std = torch.sqrt(z.var(dim=0) + eps)  # (D,) unbiased
         return F.relu(gamma - std).mean()
 
     def covariance(z):
         zc = z - z.mean(dim=0)
-        cov = zc.T @ zc / (N - 1)                                        # (D, D)
+        cov = zc.T @ zc / (N - 1)  # (D, D)
         off = cov - torch.diag(torch.diagonal(cov))
         return off.pow(2).sum() / D
 
-    terms = {"invariance": F.mse_loss(z1, z2), "variance": variance(z1) + variance(z2),
-             "covariance": covariance(z1) + covariance(z2)}
+    terms = {
+        "invariance": F.mse_loss(z1, z2),
+        "variance": variance(z1) + variance(z2),
+        "covariance": covariance(z1) + covariance(z2),
+    }
     loss = lam * terms["invariance"] + mu * terms["variance"] + nu * terms["covariance"]
     return (loss, terms) if return_terms else loss
 
@@ -112,17 +134,36 @@ def clip_loss(image_emb, text_emb, logit_scale):
         tensor(True)
     """
     _check_pair(image_emb, text_emb, names=("image_emb", "text_emb"))
-    if not isinstance(logit_scale, (int, float, torch.Tensor)) or isinstance(logit_scale, bool):
-        raise TypeError(f"`logit_scale` must be a positive float or a 0-d tensor, got {type(logit_scale).__name__}")
+    if not isinstance(logit_scale, (int, float, torch.Tensor)) or isinstance(
+        logit_scale, bool
+    ):
+        raise TypeError(
+            f"`logit_scale` must be a positive float or a 0-d tensor, got {type(logit_scale).__name__}"
+        )
     scale = torch.as_tensor(logit_scale)
     if scale.ndim != 0 or not bool(torch.isfinite(scale)) or not bool(scale > 0):
-        raise ValueError(f"`logit_scale` must be one finite positive number (it is exp(t)), got {logit_scale}")
-    S = logit_scale * F.normalize(image_emb, dim=1) @ F.normalize(text_emb, dim=1).T     # (N, N)
+        raise ValueError(
+            f"`logit_scale` must be one finite positive number (it is exp(t)), got {logit_scale}"
+        )
+    S = (
+        logit_scale * F.normalize(image_emb, dim=1) @ F.normalize(text_emb, dim=1).T
+    )  # (N, N)
     labels = torch.arange(S.size(0), device=S.device)
     return (F.cross_entropy(S, labels) + F.cross_entropy(S.T, labels)) / 2
 
 # %% ../nbs/14c_ssl.ipynb #ed563d4c
-DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+DIGIT_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+)
 
 
 def digit_prompts(template="a photo of the digit {}"):
@@ -133,9 +174,13 @@ def digit_prompts(template="a photo of the digit {}"):
         'a photo of the digit three'
     """
     if not isinstance(template, str):
-        raise TypeError(f"`template` must be a str with a '{{}}', got {type(template).__name__}")
+        raise TypeError(
+            f"`template` must be a str with a '{{}}', got {type(template).__name__}"
+        )
     if "{}" not in template:
-        raise ValueError(f"`template` needs a '{{}}' for the digit word, got {template!r}")
+        raise ValueError(
+            f"`template` needs a '{{}}' for the digit word, got {template!r}"
+        )
     return [template.format(w) for w in DIGIT_WORDS]
 
 
@@ -156,39 +201,58 @@ class TextEncoder(nn.Module):
 
     def __init__(self, vocab, d_model=32, n_head=4, max_len=16):
         super().__init__()
-        if isinstance(vocab, str) or not isinstance(vocab, (list, tuple)) or not vocab \
-                or not all(isinstance(w, str) and w and not w.split()[1:] for w in vocab):
-            raise ValueError("`vocab` must be a non-empty list of words (str without spaces)")
+        if (
+            isinstance(vocab, str)
+            or not isinstance(vocab, (list, tuple))
+            or not vocab
+            or not all(isinstance(w, str) and w and not w.split()[1:] for w in vocab)
+        ):
+            raise ValueError(
+                "`vocab` must be a non-empty list of words (str without spaces)"
+            )
         for name, v in (("d_model", d_model), ("n_head", n_head), ("max_len", max_len)):
             check_positive_int(name, v)
-        self.stoi = {w: i + 1 for i, w in enumerate(vocab)}                # 0 = padding
+        self.stoi = {w: i + 1 for i, w in enumerate(vocab)}  # 0 = padding
         self.tok_emb = nn.Embedding(len(vocab) + 1, d_model, padding_idx=0)
         self.pos_emb = nn.Parameter(0.02 * torch.randn(1, max_len, d_model))
-        self.block = TransformerBlock(TransformerConfig(d_model=d_model, n_head=n_head, position="none",
-                                                        max_len=max_len))
+        self.block = TransformerBlock(
+            TransformerConfig(
+                d_model=d_model, n_head=n_head, position="none", max_len=max_len
+            )
+        )
         self.norm = nn.LayerNorm(d_model)
 
     def encode_ids(self, texts):
         """(ids (B, L), mask (B, L)) of whitespace-split `texts`, padded with 0."""
-        if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not texts \
-                or not all(isinstance(t, str) for t in texts):
-            raise TypeError("`texts` must be a non-empty list of str (one caption per row)")
+        if (
+            isinstance(texts, str)
+            or not isinstance(texts, (list, tuple))
+            or not texts
+            or not all(isinstance(t, str) for t in texts)
+        ):
+            raise TypeError(
+                "`texts` must be a non-empty list of str (one caption per row)"
+            )
         words = [t.split() for t in texts]
         unknown = {w for ws in words for w in ws if w not in self.stoi}
         if unknown:
-            raise ValueError(f"unknown words {sorted(unknown)}; build the encoder with them in `vocab`")
+            raise ValueError(
+                f"unknown words {sorted(unknown)}; build the encoder with them in `vocab`"
+            )
         L = max(map(len, words))
         if L > self.pos_emb.size(1) or min(map(len, words)) == 0:
             raise ValueError(f"captions must have 1..{self.pos_emb.size(1)} words")
-        ids = torch.tensor([[self.stoi[w] for w in ws] + [0] * (L - len(ws)) for ws in words])
+        ids = torch.tensor(
+            [[self.stoi[w] for w in ws] + [0] * (L - len(ws)) for ws in words]
+        )
         return ids.to(self.pos_emb.device), ids.to(self.pos_emb.device) != 0
 
     def forward(self, texts):
-        ids, keep = self.encode_ids(texts)                                 # (B, L)
-        x = self.tok_emb(ids) + self.pos_emb[:, : ids.size(1)]             # (B, L, d)
-        x = self.block(x, mask=keep[:, None, None, :])                     # padding not attended
+        ids, keep = self.encode_ids(texts)  # (B, L)
+        x = self.tok_emb(ids) + self.pos_emb[:, : ids.size(1)]  # (B, L, d)
+        x = self.block(x, mask=keep[:, None, None, :])  # padding not attended
         x = self.norm(x) * keep[..., None]
-        return x.sum(1) / keep.sum(1, keepdim=True)                        # (B, d) mean over words
+        return x.sum(1) / keep.sum(1, keepdim=True)  # (B, d) mean over words
 
 # %% ../nbs/14c_ssl.ipynb #f5cf18a9
 class CLIP(nn.Module):
@@ -211,10 +275,12 @@ class CLIP(nn.Module):
         check_positive_int("d_embed", d_embed)
         check_positive_int("d_text", d_text)
         self.image_encoder = ViT(vit_config)
-        self.text_encoder = TextEncoder(vocab, d_model=d_text, n_head=4 if d_text % 4 == 0 else 1)
+        self.text_encoder = TextEncoder(
+            vocab, d_model=d_text, n_head=4 if d_text % 4 == 0 else 1
+        )
         self.image_proj = nn.Linear(vit_config.d_model, d_embed, bias=False)
         self.text_proj = nn.Linear(d_text, d_embed, bias=False)
-        self.t = nn.Parameter(torch.tensor(math.log(1 / 0.07)))           # logit_scale = exp(t)
+        self.t = nn.Parameter(torch.tensor(math.log(1 / 0.07)))  # logit_scale = exp(t)
 
     def encode_image(self, images):
         """Normalised image embeddings (B, d_embed)."""
@@ -230,8 +296,12 @@ class CLIP(nn.Module):
     def forward(self, images, texts):
         """The CLIP loss of a batch of matching (image, caption) pairs."""
         if len(images) != len(texts):
-            raise ValueError(f"`images` ({len(images)}) and `texts` ({len(texts)}) must pair up one to one")
-        return clip_loss(self.encode_image(images), self.encode_text(texts), self.logit_scale())
+            raise ValueError(
+                f"`images` ({len(images)}) and `texts` ({len(texts)}) must pair up one to one"
+            )
+        return clip_loss(
+            self.encode_image(images), self.encode_text(texts), self.logit_scale()
+        )
 
 
 @torch.no_grad()
@@ -254,9 +324,13 @@ def zero_shot_classify(model, images, class_prompts):
     if not isinstance(model, CLIP):
         raise TypeError(f"`model` must be a CLIP, got {type(model).__name__}")
     if isinstance(class_prompts, str) or len(class_prompts) < 2:
-        raise ValueError(f"`class_prompts` needs at least two classes, got {len(class_prompts)}")
+        raise ValueError(
+            f"`class_prompts` needs at least two classes, got {len(class_prompts)}"
+        )
     was_training = model.training
     model.eval()
-    sims = model.encode_image(images) @ model.encode_text(list(class_prompts)).T     # (B, classes)
+    sims = (
+        model.encode_image(images) @ model.encode_text(list(class_prompts)).T
+    )  # (B, classes)
     model.train(was_training)
     return sims.argmax(dim=1)

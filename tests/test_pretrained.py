@@ -11,7 +11,7 @@ import torch
 
 from course_llm.data import MissingDataError, load_corpus, load_sentiment
 from course_llm.pretrained import (byte_to_unicode, config_from_gguf, load_gguf, read_gguf,
-                                   smollm2_path, unpermute_qk)
+                                   read_gguf_header, smollm2_path, unpermute_qk)
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,38 @@ def test_other_architecture_is_named(tmp_path):
         config_from_gguf(meta)
     with pytest.raises(ValueError, match="found 'gpt2'"):
         load_gguf(f)
+
+
+def test_header_matches_gguf_reader(tmp_path):
+    """Our direct parser against llama.cpp's `gguf.GGUFReader` on a file written by `GGUFWriter`."""
+    gguf = pytest.importorskip("gguf")
+    f = tmp_path / "small.gguf"
+    w = gguf.GGUFWriter(str(f), "llama")
+    w.add_block_count(2)
+    w.add_float32("x.eps", 1e-5)
+    w.add_bool("x.flag", True)
+    w.add_array("x.words", ["a", "bc", "Ġd"])
+    w.add_array("x.ints", [3, 1, 2])
+    w.add_tensor("a.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
+    w.add_tensor("b.weight", np.ones((2, 32), dtype=np.float16))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    reader = gguf.GGUFReader(f)
+    meta, table = read_gguf_header(f)
+    assert meta == {k: v.contents() for k, v in reader.fields.items()}
+    for t in reader.tensors:
+        shape, kind, offset, n_bytes = table[t.name]
+        assert (shape, kind, offset, n_bytes) == (tuple(t.data.shape), t.tensor_type,
+                                                   t.data_offset, t.n_bytes)
+    _, tensors = read_gguf(f)
+    assert torch.equal(tensors["a.weight"], torch.arange(12.).view(3, 4))
+    assert tensors["b.weight"].dtype == torch.float32 and tensors["b.weight"].shape == (2, 32)
+    assert read_gguf(f, tensors=False)[1] == {}
+    with pytest.raises(TypeError, match="tensors"):
+        read_gguf(f, tensors="yes")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(f.read_bytes()[:60])
+    with pytest.raises(ValueError, match="truncated"):
+        read_gguf_header(cut)
 
 
 # ----- with the weights ----------------------------------------------------------------------

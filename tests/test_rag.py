@@ -113,3 +113,52 @@ def test_answer_accuracy_rejects_words_past_the_model_vocabulary():
     model = GPT(GPTConfig.gpt2_style(vocab_size=4, block_size=8, n_layer=1, d_model=16)).eval()
     with pytest.raises(ValueError, match="vocabulary"):
         answer_accuracy(model, WordVocab(), [("a b c d", "e")])
+
+
+# ----- dense retrieval (MiniLM) -------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dense_docs():
+    from course_llm.core import MissingDataError
+    from course_llm.rag import DenseRetriever
+    docs = ["The cat sleeps on the warm windowsill.", "The stock market fell sharply today.",
+            "Pasta is boiled in salted water.", "the capital of zorvia is pelmont ."]
+    try:
+        return DenseRetriever(docs, batch_size=3), docs
+    except MissingDataError as e:
+        pytest.skip(str(e))
+
+
+def test_dense_scores_equal_transformers_cosines(dense_docs):
+    """Oracle: Hugging Face's AutoModel/AutoTokenizer on the same weights, mean-pooled by hand."""
+    import torch
+    transformers = pytest.importorskip("transformers")
+    r, docs = dense_docs
+    from course_llm.bert import minilm_path
+    path = str(minilm_path())
+    tok, hf = transformers.AutoTokenizer.from_pretrained(path), transformers.AutoModel.from_pretrained(path)
+
+    def embed(texts):
+        b = tok(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            h = hf(**b).last_hidden_state
+        m = b["attention_mask"][..., None].float()
+        return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+
+    q = "Which pet is napping?"
+    want = (embed(docs) @ embed([q])[0]).tolist()
+    assert np.allclose(r.scores(q), want, atol=1e-5)
+    assert r.retrieve(q, k=2)[0] == docs[int(np.argmax(want))]
+    assert len(r.retrieve(q, k=10)) == len(docs)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda r: r.retrieve("x", k=0), ValueError, "k"),
+    (lambda r: r.scores(3), TypeError, "question"),
+    (lambda r: type(r)([]), ValueError, "passages"),
+    (lambda r: type(r)(["a"], model=object()), TypeError, "model"),
+    (lambda r: type(r)(["a"], model=r.model, tokenizer=object()), TypeError, "tokenizer"),
+    (lambda r: type(r)(["a"], model=r.model, batch_size=0), ValueError, "batch_size"),
+])
+def test_dense_bad_input(dense_docs, call, err, match):
+    with pytest.raises(err, match=match):
+        call(dense_docs[0])

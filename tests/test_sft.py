@@ -174,6 +174,12 @@ def test_collate_pads_right_and_padding_changes_nothing():
 
 @pytest.mark.parametrize("call, err, match", [
     (lambda: sft_labels([1], []), ValueError, "response_ids"),
+    (lambda: sft_labels([], [2]), ValueError, "prompt_ids"),                # was accepted
+    (lambda: sft_loss(torch.zeros(0, 3, 5), torch.zeros(0, 3, dtype=torch.long)), ValueError, "logits"),
+    (lambda: sft_loss(torch.full((1, 3, 5), float("nan")), torch.ones(1, 3, dtype=torch.long)),
+     ValueError, "NaN"),
+    (lambda: sft_loss(torch.full((1, 3, 5), float("inf")), torch.ones(1, 3, dtype=torch.long)),
+     ValueError, "logits"),
     (lambda: sft_labels([1], [-5]), TypeError, "response_ids"),
     (lambda: sft_labels([1], [2], ignore_index=None), TypeError, "ignore_index"),
     (lambda: build_sft_example(TOK, CHAT, 0), ValueError, "block_size"),
