@@ -9,7 +9,8 @@ import random
 from collections.abc import Mapping
 
 from ... import ngram
-from ..core import CheckFailed, Exercise, expect, expect_close, register, short
+from .show import expect_number
+from ..core import CheckFailed, Exercise, expect, register, short
 
 # %% auto #0
 __all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus', 'returns_counter_of_tuples', 'interior_ngrams',
@@ -152,7 +153,7 @@ def uniform_model(student, rng):
     vocab = rng.sample(_WORDS, rng.randint(2, len(_WORDS)))
     model = ngram.UniformLM(vocab)
     corpus = [[rng.choice(vocab) for _ in range(rng.randint(0, 6))] for _ in range(rng.randint(1, 4))]
-    expect_close(student.perplexity(model, corpus), len(model.vocab),
+    expect_number(student.perplexity(model, corpus), len(model.vocab),
                  f"perplexity(UniformLM over {len(model.vocab)} tokens incl. <EOS>, {short(corpus, 80)})")
 
 
@@ -160,7 +161,7 @@ def uniform_model(student, rng):
                            "of the L + 1 predictions; use the natural log")
 def single_sequence(student, rng):
     model, seq = _model(rng), [rng.choice(_WORDS) for _ in range(rng.randint(2, 9))]
-    expect_close(student.perplexity(model, [seq]), ngram.perplexity(model, [seq]),
+    expect_number(student.perplexity(model, [seq]), ngram.perplexity(model, [seq]),
                  f"perplexity(NGramLM(n={model.n}, k={model.k}), [{short(seq, 80)}])")
 
 
@@ -169,7 +170,7 @@ def single_sequence(student, rng):
 def pools_all_sequences(student, rng):
     model = _model(rng)
     corpus = [[rng.choice(_WORDS) for _ in range(length)] for length in rng.sample(range(1, 12), 4)]
-    expect_close(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
+    expect_number(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
                  f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})")
 
 
@@ -177,5 +178,5 @@ def pools_all_sequences(student, rng):
 def empty_sequence(student, rng):
     model = _model(rng)
     corpus = [[], [rng.choice(_WORDS) for _ in range(rng.randint(3, 6))]]
-    expect_close(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
+    expect_number(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
                  f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})")

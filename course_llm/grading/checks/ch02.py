@@ -219,8 +219,12 @@ def _call(data, merges) -> str:
 
 
 def _same_encoding(student, data, merges) -> None:
-    _same_ids(student.encode_with_merges(data, merges), tokenizers.encode_with_merges(data, merges),
-              _call(data, merges))
+    got = student.encode_with_merges(data, merges)
+    try:
+        _same_ids(got, tokenizers.encode_with_merges(data, merges), _call(data, merges))
+    except CheckFailed as error:
+        why = _wrong_order(got, data, merges)
+        raise CheckFailed(f"{why}. {error}" if why else str(error)) from None
 
 
 def _trained(rng) -> dict:
@@ -251,6 +255,21 @@ def _leftmost_first(data, merges) -> list:
 
 _WRONG_ORDERS = (lambda d, m: _by_frequency(d, m, True), lambda d, m: _by_frequency(d, m, False),
                  _leftmost_first)
+
+
+def _wrong_order(got, data, merges) -> str:
+    """What a wrong encoding `got` did, if it is one of the wrong merge orders; else ""."""
+    if not isinstance(got, (list, tuple)) or not merges:
+        return ""
+    got = list(got)
+    frequent = got in (_by_frequency(data, merges, True), _by_frequency(data, merges, False))
+    leftmost = got == _leftmost_first(data, merges)
+    if not (frequent or leftmost):
+        return ""
+    what, rule = {(True, False): ("the most frequent", "how often"), (False, True): ("the leftmost", "where"),
+                  (True, True): ("the most frequent (or the leftmost)", "how often or where")}[frequent, leftmost]
+    return (f"you merged {what} learned pair first: apply merges in rank order (smallest new id first), "
+            f"not by {rule} a pair occurs")
 
 
 def rank_sensitive(rng, draw, tries: int = 200) -> tuple:

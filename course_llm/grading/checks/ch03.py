@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, short, torch_generator
+from .show import expect_number, expect_values, num
+from ..core import CheckFailed, Exercise, expect, register, short, torch_generator
 
 # %% auto #0
 __all__ = ['lstm_exercise', 'clip_exercise', 'returns_two_states', 'cell_state', 'hidden_state', 'remember_gate', 'total_norm',
@@ -56,13 +57,23 @@ def returns_two_states(student, rng):
                      "[i; f; g; o] = W_u u + W_h h + b split into four equal chunks in that order")
 def cell_state(student, rng):
     args, (_, c_ref), call = _lstm_case(rng)
-    expect_tensor_close(_pair(student.lstm_cell(*args), call)[1], c_ref, f"{call}: c_new")
+    u, h, c, W_u, W_h, b = args
+    z = u @ W_u.T + h @ W_h.T + b
+    mistakes = {}
+    for order in ("figo", "ifog", "iofg"):
+        gates = dict(zip(order, z.chunk(4, dim=-1)))
+        mistakes[f"you split the gates in the order [{'; '.join(order)}]: the order is [i; f; g; o]"] = \
+            torch.sigmoid(gates["f"]) * c + torch.sigmoid(gates["i"]) * torch.tanh(gates["g"])
+    i, f, g, _ = z.chunk(4, dim=-1)
+    mistakes["you squashed the candidate with a sigmoid: use tanh(g)"] = \
+        torch.sigmoid(f) * c + torch.sigmoid(i) * torch.sigmoid(g)
+    expect_values(_pair(student.lstm_cell(*args), call)[1], c_ref, f"{call}: c_new", mistakes=mistakes)
 
 
 @lstm_exercise.check(points=2, hint="h_new = sigmoid(o) * tanh(c_new): the output gate reads the *new* cell state")
 def hidden_state(student, rng):
     args, (h_ref, _), call = _lstm_case(rng)
-    expect_tensor_close(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
+    expect_values(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
 
 
 @lstm_exercise.check(points=1, hint="the forget gate is the second chunk and multiplies the old cell state; "
@@ -75,7 +86,7 @@ def remember_gate(student, rng):
         return s
     args, (_, c_ref), call = _lstm_case(rng, shift)
     c_new = _pair(student.lstm_cell(*args), call)[1]
-    expect_tensor_close(c_new, args[2], f"{call} with the forget gate open and the input gate shut: c_new")
+    expect_values(c_new, args[2], f"{call} with the forget gate open and the input gate shut: c_new")
 
 # %% ../../../nbs/grading/checks/ch03.ipynb #d3d4a6e8
 clip_exercise = register(Exercise(
@@ -108,8 +119,11 @@ def _result(got, call, n):
                      "gradient, all tensors together")
 def total_norm(student, rng):
     grads, max_norm, _, want_norm, call = _clip_case(rng, 5.0)
-    expect_close(_result(student.clip_gradients(grads, max_norm), call, len(grads))[1], want_norm,
-                 f"{call}: norm", rel=1e-5)
+    got = _result(student.clip_gradients(grads, max_norm), call, len(grads))[1]
+    after = isinstance(got, (int, float, torch.Tensor)) and abs(float(got) - max_norm) <= 1e-4 * max_norm
+    expect(not after, f"{call}: norm returned {num(got)}, which is max_norm: you returned the norm after "
+           f"clipping; return the total norm before clipping, {num(want_norm)}")
+    expect_number(got, want_norm, f"{call}: norm", rel=1e-5)
 
 
 @clip_exercise.check(points=2, hint="when ||g|| > v, multiply every gradient by v / ||g|| (one factor for all)")
@@ -117,7 +131,11 @@ def clips_large_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 5.0)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        expect_tensor_close(got, w, f"{call}: clipped[{i}]", atol=1e-5 * max(1.0, max_norm))
+        mistakes = {"the gradients came back unchanged although their norm exceeds max_norm: the factor is "
+                    "min(1, v / ||g||), not max": grads[i],
+                    "each tensor was clipped by its own norm: use one factor for all, from the norm of all "
+                    "tensors together": grads[i] * min(1.0, max_norm / grads[i].norm().item())}
+        expect_values(got, w, f"{call}: clipped[{i}]", atol=1e-5 * max(1.0, max_norm), mistakes=mistakes)
 
 
 @clip_exercise.check(points=2, hint="the factor is min(1, v / ||g||), not max: gradients already below "
@@ -126,4 +144,4 @@ def keeps_small_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 0.5)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        expect_tensor_close(got, w, f"{call}: clipped[{i}]")
+        expect_values(got, w, f"{call}: clipped[{i}]")

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from ..core import CheckFailed, Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['attention_exercise', 'unmasked', 'scaled_by_sqrt_dk', 'padding_mask', 'causal_mask']
@@ -42,7 +43,12 @@ def _call(q, k, v, mask=None):
 def unmasked(student, rng):
     q, k, v = _attention_case(rng)
     want = F.scaled_dot_product_attention(q, k, v)
-    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    scores = q @ k.transpose(-2, -1)
+    mistakes = {"you divided the scores by d_K: divide by sqrt(d_K)": (scores / q.shape[-1]).softmax(-1) @ v,
+                "you did not scale the scores: divide them by sqrt(d_K)": scores.softmax(-1) @ v,
+                "you took the softmax over the queries (dim=-2): take it over the keys, the last axis":
+                (scores / q.shape[-1] ** 0.5).softmax(-2) @ v}
+    expect_values(student.masked_attention(q, k, v), want, _call(q, k, v), mistakes=mistakes)
 
 
 @attention_exercise.check(points=1, hint="divide the scores by sqrt(d_K), the width of the queries and keys "
@@ -50,7 +56,7 @@ def unmasked(student, rng):
 def scaled_by_sqrt_dk(student, rng):
     q, k, v = _attention_case(rng, d_k=rng.choice([16, 25, 36]))
     want = F.scaled_dot_product_attention(q, k, v)
-    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    expect_values(student.masked_attention(q, k, v), want, _call(q, k, v))
 
 
 @attention_exercise.check(points=2, hint="mask is True where a query MAY attend: set the scores where mask is "
@@ -61,7 +67,7 @@ def padding_mask(student, rng):
     lengths = torch.tensor([rng.randint(2, S) for _ in range(B)])        # >= 2 keys per row
     mask = (torch.arange(S)[None] < lengths[:, None])[:, None, :]      # (B, 1, S): keys only
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    expect_tensor_close(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
+    expect_values(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
 
 
 @attention_exercise.check(points=2, hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "
@@ -73,7 +79,7 @@ def causal_mask(student, rng):
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     got = student.masked_attention(q, k, v, mask)
-    expect_tensor_close(got, want, _call(q, k, v, mask))
+    expect_values(got, want, _call(q, k, v, mask))
     # the first output must be exactly the first value: nothing leaks from the future
     expect(torch.equal(got[:, 0], v[:, 0]) or torch.allclose(got[:, 0], v[:, 0], atol=1e-7, rtol=0),
            f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly (future keys must get weight 0)")

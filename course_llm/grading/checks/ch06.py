@@ -10,7 +10,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from ..core import CheckFailed, Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['rms_exercise', 'rope_exercise', 'values', 'keeps_the_mean', 'epsilon_inside_the_root', 'position_zero_is_identity',
@@ -40,7 +41,12 @@ def _rms_call(x, eps):
 def values(student, rng):
     x, gamma = _rms_case(rng)
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    centred = x - x.mean(-1, keepdim=True)
+    mistakes = {"you divided by the norm sqrt(sum of x**2), not the root MEAN square":
+                x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + 1e-6) * gamma,
+                "you subtracted the mean first: RMSNorm does not centre x (that is LayerNorm)":
+                F.rms_norm(centred, (x.shape[-1],), gamma, 1e-6)}
+    expect_values(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6), mistakes=mistakes)
 
 
 @rms_exercise.check(points=1, hint="RMSNorm does not subtract the mean (that is LayerNorm): an input with a "
@@ -48,7 +54,7 @@ def values(student, rng):
 def keeps_the_mean(student, rng):
     x, gamma = _rms_case(rng, offset=rng.choice([-3.0, 3.0]))
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    expect_values(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
 
 
 @rms_exercise.check(points=1, hint="eps goes inside the square root, added to the mean square: "
@@ -58,7 +64,7 @@ def epsilon_inside_the_root(student, rng):
     x = x * 1e-2
     eps = rng.choice([1e-3, 1e-2])
     want = F.rms_norm(x, (x.shape[-1],), gamma, eps)
-    expect_tensor_close(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
+    expect_values(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
 
 # %% ../../../nbs/grading/checks/ch06.ipynb #695afbb7
 rope_exercise = register(Exercise(
@@ -103,21 +109,28 @@ def _rope_call(x, positions, base=None):
 def position_zero_is_identity(student, rng):
     x, _ = _rope_case(rng)
     positions = torch.zeros(x.shape[-2], dtype=torch.long)
-    expect_tensor_close(student.apply_rope(x, positions), x, _rope_call(x, positions))
+    expect_values(student.apply_rope(x, positions), x, _rope_call(x, positions))
 
 
 @rope_exercise.check(points=3, hint="pair i is coordinates (2i, 2i+1); its angle is position * base**(-2i/d); "
                      "new pair = (x0 cos - x1 sin, x0 sin + x1 cos)")
 def equals_rotation_matrix(student, rng):
     x, positions = _rope_case(rng)
-    expect_tensor_close(student.apply_rope(x, positions), _rope_oracle(x, positions, 10000.0), _rope_call(x, positions))
+    want = _rope_oracle(x, positions, 10000.0)
+    perm = torch.arange(x.shape[-1]).view(2, -1).T.reshape(-1)             # 0, d/2, 1, d/2 + 1, ...
+    half = torch.empty_like(want)
+    half[..., perm] = _rope_oracle(x[..., perm], positions, 10000.0)
+    mistakes = {"you paired coordinate i with i + d/2 (the half-split layout): pair i is coordinates (2i, 2i+1)":
+                half, "you rotated by -angle: the new pair is (x0 cos - x1 sin, x0 sin + x1 cos)":
+                _rope_oracle(x, -positions, 10000.0)}
+    expect_values(student.apply_rope(x, positions), want, _rope_call(x, positions), mistakes=mistakes)
 
 
 @rope_exercise.check(points=1, hint="use the `base` argument in the frequencies theta_i = base**(-2i/d)")
 def uses_the_base(student, rng):
     x, positions = _rope_case(rng)
     base = rng.choice([100.0, 500000.0])
-    expect_tensor_close(student.apply_rope(x, positions, base), _rope_oracle(x, positions, base),
+    expect_values(student.apply_rope(x, positions, base), _rope_oracle(x, positions, base),
                   _rope_call(x, positions, base))
 
 

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from ...gpt import causal_lm_loss as _package_loss
-from ..core import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, torch_generator
+from .show import expect_number, expect_values
+from ..core import CheckFailed, Exercise, expect, register, torch_generator
 from ...layers import TransformerBlock, TransformerConfig
 
 # %% auto #0
@@ -52,7 +53,7 @@ def _loss_call(logits, tokens, ignore_index=None):
 def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
     args = (logits, tokens) if ignore_index is None else (logits, tokens, ignore_index)
     want = _loss_oracle(*args) if want is None else want
-    expect_close(student.causal_lm_loss(*args), want, _loss_call(*args[:2], ignore_index), rel=1e-5, abs_=1e-5)
+    expect_number(student.causal_lm_loss(*args), want, _loss_call(*args[:2], ignore_index), rel=1e-5, abs_=1e-5)
 
 
 def _ignore_some(rng, tokens, ignore_index):
@@ -93,7 +94,7 @@ def shift(student, rng):
     logits[:, :-1] += 8.0 * F.one_hot(tokens[:, 1:], V)              # position t is sure about token t+1
     want = _loss_oracle(logits, tokens)
     got = student.causal_lm_loss(logits, tokens)
-    expect_close(got, want, _loss_call(logits, tokens) + " (logits at t confidently predict token t+1, so "
+    expect_number(got, want, _loss_call(logits, tokens) + " (logits at t confidently predict token t+1, so "
                  "the loss should be small)", rel=1e-5, abs_=1e-5)
 
 
@@ -256,7 +257,7 @@ def _compare_block(student, block, x, atol=2e-3):
     with torch.no_grad():
         want = block(x)
     got = student.block_forward(x, _block_weights(block), block.config.n_head)
-    expect_tensor_close(got, want, _block_call(x, block), atol=atol)
+    expect_values(got, want, _block_call(x, block), atol=atol)
     return got
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #4e21fab6

@@ -9,7 +9,8 @@ import warnings
 
 import torch
 
-from ..core import Exercise, expect_close, register
+from .show import expect_number
+from ..core import Exercise, register
 from ...train import cosine_schedule as _oracle
 
 # %% auto #0
@@ -36,7 +37,7 @@ def _compare(student, step, sched, want=None) -> None:
     max_steps, warmup_steps, max_lr, min_lr = sched
     want = _oracle(step, *sched) if want is None else want
     got = student.cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr)
-    expect_close(got, want, f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.6g}, {min_lr:.6g})",
+    expect_number(got, want, f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.6g}, {min_lr:.6g})",
                  rel=1e-6, abs_=1e-9 * max_lr)
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #40e87749
@@ -124,5 +125,5 @@ def matches_torch_schedulers(student, rng):
             opt.step()
             chain.step()
     for step, value in got.items():
-        expect_close(value, torch_lrs[step], f"cosine_schedule({step}, {max_steps}, {warmup_steps}, "
+        expect_number(value, torch_lrs[step], f"cosine_schedule({step}, {max_steps}, {warmup_steps}, "
                      f"{max_lr:.6g}, {min_lr:.6g})", rel=1e-6, abs_=1e-9 * max_lr)

@@ -8,15 +8,30 @@ from __future__ import annotations
 import torch
 
 from ...generate import top_p_filter as _package_top_p
+from .show import few
 from ..core import CheckFailed, Exercise, StudentError, expect, register, torch_generator
 
 
+def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
+    """Tokens in each row's nucleus by plain Python: add the most likely tokens, in float64, until their
+    mass reaches p (the top token always)."""
+    sizes = []
+    for row in logits.double().softmax(-1).tolist():
+        mass, n = 0.0, 0
+        for q in sorted(row, reverse=True):
+            if n and mass >= p:
+                break
+            mass, n = mass + q, n + 1
+        sizes.append(n)
+    return sizes
+
+
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """course_llm.generate.top_p_filter, checked against transformers' TopPLogitsWarper."""
-    from transformers import TopPLogitsWarper
+    """course_llm.generate.top_p_filter (tested against transformers' TopPLogitsWarper in the test suite),
+    checked here against a brute-force count of each row's nucleus. (Importing transformers inside a check
+    took most of its 10 s time limit on a loaded machine.)"""
     want = _package_top_p(logits, p)
-    other = TopPLogitsWarper(top_p=p)(None, logits.clone())
-    if not torch.equal(want.isinf(), other.isinf()):
+    if p < 1 and (~want.isinf()).sum(-1).tolist() != _brute_sizes(logits, p):
         raise RuntimeError("check error: the two oracles disagree; tell the course authors")
     return want
 
@@ -78,10 +93,21 @@ def _compare(student, logits, p, what_extra=""):
     for b in range(logits.shape[0]):
         if not torch.equal(removed[b], want[b]):
             probs = logits[b].double().softmax(-1)
+            kept, nucleus = ~removed[b], ~want[b]
+            n_kept, n_want = int(kept.sum()), int(nucleus.sum())
+            if n_kept == n_want - 1 and bool((kept <= nucleus).all()):
+                why = ("you removed the token whose probability makes the cumulative sum cross p: keep it "
+                       "(the nucleus is the smallest set of top tokens whose mass reaches p)")
+            elif n_kept == n_want + 1 and bool((nucleus <= kept).all()):
+                why = "you kept one token past the nucleus: stop at the token that makes the cumulative sum reach p"
+            elif bool((kept <= nucleus).all()) or bool((nucleus <= kept).all()):
+                why = "you kept the wrong number of the most likely tokens"
+            else:
+                why = "you kept tokens that are not the most likely ones: sort by probability, descending"
             raise CheckFailed(
-                f"{_call(logits, p)}{what_extra}: row {b} keeps {int((~removed[b]).sum())} tokens with total "
-                f"probability {probs[~removed[b]].sum().item():.4f}; the nucleus has {int((~want[b]).sum())} "
-                f"tokens with total probability {probs[~want[b]].sum().item():.4f}")
+                f"{_call(logits, p)}{what_extra}: {why}. Row {b} keeps {n_kept} tokens with total "
+                f"probability {probs[kept].sum().item():.4g}; the nucleus has {n_want} "
+                f"tokens with total probability {probs[nucleus].sum().item():.4g}")
 
 
 def _straddles(logits: torch.Tensor, p: float) -> bool:
@@ -97,12 +123,14 @@ def _compare_with_ties(student, logits, p):
     got, removed = _run(student, logits, p)
     for b in range(logits.shape[0]):
         n_got, n_want = int((~removed[b]).sum()), int((~want[b]).sum())
-        expect(n_got == n_want, f"{_call(logits, p)} with tied logits {logits[b].tolist()}: row {b} keeps "
-               f"{n_got} tokens, the nucleus has {n_want}")
+        why = ("you kept every token tied with the last one of the nucleus: keep only as many as needed to "
+               "reach p" if n_got > n_want else "you kept too few tokens")
+        expect(n_got == n_want, f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: {why}; "
+               f"row {b} keeps {n_got} tokens, the nucleus has {n_want}")
         if removed[b].any():
             lowest_kept, highest_removed = logits[b][~removed[b]].min(), logits[b][removed[b]].max()
             expect(bool(lowest_kept >= highest_removed),
-                   f"{_call(logits, p)} with tied logits {logits[b].tolist()}: row {b} removes a token more "
+                   f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: row {b} removes a token more "
                    "likely than one it keeps")
 
 # %% auto #0

@@ -10,7 +10,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_close, register, torch_generator
+from .show import expect_number
+from ..core import CheckFailed, Exercise, expect, register, torch_generator
 from ...rlhf import bradley_terry_loss as _package_bt, dpo_loss as _package_dpo, gae as _package_gae
 
 
@@ -41,7 +42,7 @@ def _bt_oracle(a, b):
 def _bt_compare(student, a, b, note=""):
     what = f"bradley_terry_loss(r_chosen {tuple(a.shape)}, r_rejected {tuple(b.shape)}){note}"
     got = student.bradley_terry_loss(a.clone(), b.clone())
-    expect_close(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5)
+    expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5)
 
 
 @bt_exercise.check(points=3, hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
@@ -180,7 +181,7 @@ def _dpo_case(rng, scale=5.0):
 def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
     what = f"dpo_loss(4 tensors of shape {tuple(pc.shape)}, beta={beta:.3g}){note}"
     got = student.dpo_loss(pc.clone(), pr.clone(), rc.clone(), rr.clone(), beta)
-    expect_close(got, _dpo_oracle(pc, pr, rc, rr, beta), what, rel=1e-4, abs_=1e-5)
+    expect_number(got, _dpo_oracle(pc, pr, rc, rr, beta), what, rel=1e-4, abs_=1e-5)
 
 
 @dpo_exercise.check(points=3, hint="implicit reward of a response: log pi - log pi_ref; loss = -logsigmoid(beta * "

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from ..core import CheckFailed, Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['quant_exercise', 'scales_per_group', 'codes', 'four_bits', 'all_zero_group', 'dequantize']
@@ -48,14 +49,14 @@ def _quantize(student, w, bits, group):
 def scales_per_group(student, rng):
     w, group = _quant_case(rng)
     _, scales = _quantize(student, w, 8, group)
-    expect_tensor_close(scales, _quant_oracle(w, 8, group)[1], f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})")
+    expect_values(scales, _quant_oracle(w, 8, group)[1], f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})")
 
 
 @quant_exercise.check(points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]")
 def codes(student, rng):
     w, group = _quant_case(rng)
     got, _ = _quantize(student, w, 8, group)
-    expect_tensor_close(got, _quant_oracle(w, 8, group)[0], f"codes of group_quantize(w {tuple(w.shape)}, 8, {group})",
+    expect_values(got, _quant_oracle(w, 8, group)[0], f"codes of group_quantize(w {tuple(w.shape)}, 8, {group})",
                         atol=0.5)
 
 
@@ -65,8 +66,8 @@ def four_bits(student, rng):
     got, scales = _quantize(student, w, 4, group)
     want_codes, want_scales = _quant_oracle(w, 4, group)
     what = f"group_quantize(w {tuple(w.shape)}, 4, {group})"
-    expect_tensor_close(scales, want_scales, f"scales of {what}")
-    expect_tensor_close(got, want_codes, f"codes of {what}", atol=0.5)
+    expect_values(scales, want_scales, f"scales of {what}")
+    expect_values(got, want_codes, f"codes of {what}", atol=0.5)
 
 
 @quant_exercise.check(points=1, hint="a group of zeros has scale 0: give it codes 0 instead of dividing 0 by 0")
@@ -76,7 +77,7 @@ def all_zero_group(student, rng):
     w[row, :group] = 0.0
     got, _ = _quantize(student, w, 8, group)
     what = f"codes of group_quantize(w with row {row}'s first group all zero, 8, {group})"
-    expect_tensor_close(got[row, :group], torch.zeros(group), what + f"[{row}, :{group}]", atol=0.5)
+    expect_values(got[row, :group], torch.zeros(group), what + f"[{row}, :{group}]", atol=0.5)
     expect(bool(torch.isfinite(torch.as_tensor(got).double()).all()), f"{what} contain NaN or inf")
 
 
@@ -88,5 +89,5 @@ def dequantize(student, rng):
     codes = torch.randint(-127, 128, (out_f, n_groups * group), generator=g)
     scales = torch.rand(out_f, n_groups, generator=g) + 0.1
     want = codes.double().reshape(out_f, n_groups, group) * scales.double()[..., None]
-    expect_tensor_close(student.group_dequantize(codes.clone(), scales.clone(), group), want.reshape(out_f, -1),
+    expect_values(student.group_dequantize(codes.clone(), scales.clone(), group), want.reshape(out_f, -1),
                         f"group_dequantize(codes {tuple(codes.shape)}, scales {tuple(scales.shape)}, {group})")
