@@ -2,7 +2,7 @@
 # (the Monte-Carlo advantage, lam = 1, whatever lam is passed).
 # course-llm exercise: 13_gae
 # expect-fail: advantages returns lambda_limits padding
-# expect-hint: gamma * lam * A_{t+1}
+# expect-hint: lam is missing from the recursion
 import torch
 
 

@@ -5,6 +5,8 @@
 # %% ../../../nbs/grading/checks/ch07.ipynb #0ac0f85b
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 
@@ -257,8 +259,37 @@ def _compare_block(student, block, x, atol=2e-3):
     with torch.no_grad():
         want = block(x)
     got = student.block_forward(x, _block_weights(block), block.config.n_head)
-    expect_values(got, want, _block_call(x, block), atol=atol)
+    try:
+        expect_values(got, want, _block_call(x, block), atol=atol)
+    except CheckFailed:                     # which known mistake? (built only on failure: checks stay fast)
+        expect_values(got, want, _block_call(x, block), atol=atol, mistakes=_block_mistakes(block, x))
     return got
+
+
+_BLOCK_MISTAKES = {
+    "you left out the causal mask: query t may only attend to keys 0..t": dict(causal=False),
+    "you did not scale the scores: divide q.k by sqrt(d_head)": dict(attention_scale=1.0),
+    "you divided the scores by sqrt(d_model): divide by sqrt(d_head), the width of one head":
+        dict(attention_scale="d_model"),
+    "you normalised after the residual additions (post-LN): GPT-2 is pre-LN, h = x + attn(LN1(x))":
+        dict(pre_norm=False),
+    "you used the exact GELU: GPT-2 uses the tanh approximation, F.gelu(a, approximate='tanh')":
+        dict(activation="gelu"),
+}
+
+
+def _block_mistakes(block, x) -> dict:
+    """What each known mistake returns: the same weights in a block whose config has that mistake."""
+    out = {}
+    for description, change in _BLOCK_MISTAKES.items():
+        if change.get("attention_scale") == "d_model":
+            change = dict(attention_scale=block.config.d_model ** -0.5)
+        with torch.random.fork_rng(devices=[]):
+            wrong = TransformerBlock(replace(block.config, **change)).eval()
+        wrong.load_state_dict(block.state_dict())
+        with torch.no_grad():
+            out[description] = wrong(x)
+    return out
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #4e21fab6
 @block_exercise.check(points=3, hint="h = x + attn(LN1(x)); out = h + MLP(LN2(h)); every matrix is applied "

@@ -5,6 +5,7 @@
 # %% ../../../nbs/grading/checks/ch07b.ipynb #941de7d0
 from __future__ import annotations
 
+import math
 import warnings
 
 import torch
@@ -37,8 +38,16 @@ def _compare(student, step, sched, want=None) -> None:
     max_steps, warmup_steps, max_lr, min_lr = sched
     want = _oracle(step, *sched) if want is None else want
     got = student.cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr)
-    expect_number(got, want, f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.6g}, {min_lr:.6g})",
-                 rel=1e-6, abs_=1e-9 * max_lr)
+    mistakes = {}
+    if warmup_steps < step < max_steps:
+        p = (step - warmup_steps) / (max_steps - warmup_steps)
+        wrong_p = (step - warmup_steps) / max_steps
+        mistakes = {"you divided by max_steps: the progress is p = (step - warmup_steps) / (max_steps - warmup_steps)":
+                    min_lr + (max_lr - min_lr) * (1 + math.cos(math.pi * wrong_p)) / 2,
+                    "you decayed towards 0, not towards min_lr: the rate is min_lr + (max_lr - min_lr) * "
+                    "(1 + cos(pi p)) / 2": max_lr * (1 + math.cos(math.pi * p)) / 2}
+    expect_number(got, want, f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.4g}, {min_lr:.4g})",
+                  rel=1e-6, abs_=1e-9 * max_lr, mistakes=mistakes)
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #40e87749
 @schedule_exercise.check(points=2, hint="during the warm-up (step < warmup_steps) the rate is "

@@ -182,7 +182,23 @@ def _student(student, x, z, w, n_heads, z_mask=None):
 def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
     x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
     expect_values(_student(student, x, z, w, n_heads), _cross_oracle(x, z, w, n_heads),
-                  _cross_call(x, z, w, n_heads) + note, atol=1e-4)
+                  _cross_call(x, z, w, n_heads) + note, atol=1e-4, mistakes=_cross_mistakes(x, z, w, n_heads))
+
+
+def _cross_mistakes(x, z, w, n_heads):
+    """What two known mistakes return: scores divided by sqrt(d_kv), and a causal mask."""
+    B, T, _ = x.shape
+    S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
+    q, k, v = ((t.double() @ w[name].double().T).view(B, -1, n_heads, d_kv).transpose(1, 2)
+               for t, name in ((x, "w_q"), (z, "w_k"), (z, "w_v")))
+
+    def attend(**options):
+        y = F.scaled_dot_product_attention(q, k, v, **options)
+        return y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ w["w_o"].double().T
+
+    return {"you divided the scores by sqrt(d_kv): T5 does not scale them": attend(),
+            "you applied a causal mask: the decoder attends to every encoder position (no mask but z_mask)":
+            attend(attn_mask=torch.ones(T, S, dtype=torch.bool).tril(), scale=1.0)}
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #731bb8f5
 @cross_exercise.check(points=2, hint="Q = x @ w_q.T, K = z @ w_k.T, V = z @ w_v.T; weights = softmax(Q K^T) "

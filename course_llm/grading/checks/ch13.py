@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .show import expect_number
+from .show import expect_number, expect_values
 from ..core import CheckFailed, Exercise, expect, register, torch_generator
 from ...rlhf import bradley_terry_loss as _package_bt, dpo_loss as _package_dpo, gae as _package_gae
 
@@ -42,7 +42,9 @@ def _bt_oracle(a, b):
 def _bt_compare(student, a, b, note=""):
     what = f"bradley_terry_loss(r_chosen {tuple(a.shape)}, r_rejected {tuple(b.shape)}){note}"
     got = student.bradley_terry_loss(a.clone(), b.clone())
-    expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5)
+    mistakes = {"you summed over the batch: take the mean": _bt_oracle(a, b) * len(a),
+                "you swapped the arguments: the loss is -log(sigmoid(r_chosen - r_rejected))": _bt_oracle(b, a)}
+    expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5, mistakes=mistakes)
 
 
 @bt_exercise.check(points=3, hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
@@ -119,6 +121,16 @@ def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
     return what, adv, ret, want_adv, want_ret
 
 
+def _gae_recursion(r, v, gamma, factor):
+    """A_t = delta_t + factor * A_{t+1} (no mask): GAE when factor = gamma * lam, a known mistake otherwise."""
+    adv, running = torch.zeros_like(r, dtype=torch.float64), torch.zeros(r.shape[0], dtype=torch.float64)
+    nxt = torch.cat([v[:, 1:], torch.zeros_like(v[:, :1])], 1).double()
+    for t in reversed(range(r.shape[1])):
+        running = r[:, t].double() + gamma * nxt[:, t] - v[:, t].double() + factor * running
+        adv[:, t] = running
+    return adv
+
+
 def _close(got, want):
     return bool(torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-4))
 
@@ -129,7 +141,11 @@ def advantages(student, rng):
     for _ in range(3):
         r, v, gamma, lam, _ = _gae_case(rng)
         what, adv, _, want, _ = _gae_run(student, r, v, gamma, lam)
-        expect(_close(adv, want), f"{what}: advantages {adv.tolist()}, expected {want.tolist()}")
+        mistakes = {"gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}":
+                    _gae_recursion(r, v, gamma, lam),
+                    "lam is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}":
+                    _gae_recursion(r, v, gamma, gamma)}
+        expect_values(adv, want, f"{what}: advantages", atol=1e-4, rtol=1e-4, mistakes=mistakes)
 
 
 @gae_exercise.check(points=1, hint="the returns the value head regresses on are advantages + values")
@@ -181,7 +197,12 @@ def _dpo_case(rng, scale=5.0):
 def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
     what = f"dpo_loss(4 tensors of shape {tuple(pc.shape)}, beta={beta:.3g}){note}"
     got = student.dpo_loss(pc.clone(), pr.clone(), rc.clone(), rr.clone(), beta)
-    expect_number(got, _dpo_oracle(pc, pr, rc, rr, beta), what, rel=1e-4, abs_=1e-5)
+    zero = torch.zeros_like(rc)
+    mistakes = {"beta multiplies the loss: put it inside, -logsigmoid(beta * (chosen reward - rejected reward))":
+                beta * _dpo_oracle(pc, pr, rc, rr, 1.0),
+                "you left out the reference model: each reward is log pi - log pi_ref":
+                _dpo_oracle(pc, pr, zero, zero, beta)}
+    expect_number(got, _dpo_oracle(pc, pr, rc, rr, beta), what, rel=1e-4, abs_=1e-5, mistakes=mistakes)
 
 
 @dpo_exercise.check(points=3, hint="implicit reward of a response: log pi - log pi_ref; loss = -logsigmoid(beta * "

@@ -49,7 +49,11 @@ def _quantize(student, w, bits, group):
 def scales_per_group(student, rng):
     w, group = _quant_case(rng)
     _, scales = _quantize(student, w, 8, group)
-    expect_values(scales, _quant_oracle(w, 8, group)[1], f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})")
+    want = _quant_oracle(w, 8, group)[1]
+    mistakes = {"you used one scale for the whole tensor: one scale per group of group_size weights of a row":
+                (w.abs().max() / 127).expand_as(want),
+                "you divided by 2**(bits-1) = 128: the largest code is Q = 2**(bits-1) - 1 = 127": want * 127 / 128}
+    expect_values(scales, want, f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})", mistakes=mistakes)
 
 
 @quant_exercise.check(points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]")

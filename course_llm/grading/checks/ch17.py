@@ -36,11 +36,19 @@ def _accept_call(x, u):
 def accept_rule(student, rng):
     p, q = _two_distributions(rng)
     over = [x for x in range(len(p)) if q[x] > p[x]]
+    liked = [y for y in range(len(p)) if p[y] > 1.01 * q[y]]
+    if liked:                                                # p/q > 1: accepted whatever u is
+        y = rng.choice(liked)
+        u = (1 + (q[y] / p[y]).item()) / 2                   # above q/p: a ratio upside down rejects
+        got = student.accept(p.clone(), q.clone(), y, u)
+        expect(got is True or got == 1, f"{_accept_call(y, u)} returned {got!r} although p[x] > q[x]: the "
+               "ratio is p[x] / q[x] (target over draft), not q[x] / p[x]")
     x = rng.choice(over)                                     # p/q < 1: u decides
     ratio = (p[x] / q[x]).item()
     for u in (ratio / 2, (ratio + 1) / 2):
         got = student.accept(p.clone(), q.clone(), x, u)
-        expect(got == (u < ratio), f"{_accept_call(x, u)} returned {got!r} but p[x]/q[x] = {ratio:.4f}")
+        why = "" if u < ratio else ": a token the draft over-proposes must be rejected when u >= p[x] / q[x]"
+        expect(got == (u < ratio), f"{_accept_call(x, u)} returned {got!r} but p[x]/q[x] = {ratio:.4g}{why}")
 
 
 @spec_exercise.check(points=1, hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, 1) accepts")
