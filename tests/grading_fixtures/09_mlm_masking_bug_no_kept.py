@@ -1,7 +1,7 @@
 # Planted bug: the reference with 80% [MASK] and 20% random: no token is kept as it is.
 # course-llm exercise: 09_mlm_masking
 # expect-fail: replacement_rates
-# expect-hint: 10% stay as they are
+# expect-hint: must stay as they are
 
 
 import torch

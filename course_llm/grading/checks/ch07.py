@@ -55,7 +55,20 @@ def _loss_call(logits, tokens, ignore_index=None):
 def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
     args = (logits, tokens) if ignore_index is None else (logits, tokens, ignore_index)
     want = _loss_oracle(*args) if want is None else want
-    expect_number(student.causal_lm_loss(*args), want, _loss_call(*args[:2], ignore_index), rel=1e-5, abs_=1e-5)
+    expect_number(student.causal_lm_loss(*args), want, _loss_call(*args[:2], ignore_index), rel=1e-5, abs_=1e-5,
+                  mistakes=_loss_mistakes(logits, tokens, -100 if ignore_index is None else ignore_index))
+
+
+def _loss_mistakes(logits, tokens, ignore_index) -> dict:
+    """What two known mistakes return: the mask taken from the inputs, and the mean over all B*(T-1) targets."""
+    targets = tokens[:, 1:]
+    logp = logits[:, :-1].double().log_softmax(-1)
+    picked = logp.gather(-1, targets.clamp(0, logits.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
+    kept, kept_inputs = targets != ignore_index, tokens[:, :-1] != ignore_index
+    return {"you took the mask from the inputs tokens[:, :-1]: ignore the positions whose TARGET tokens[:, 1:] "
+            "is ignore_index": (-(picked * kept_inputs).sum() / kept_inputs.sum()).item(),
+            "you divided by all B*(T-1) targets: divide by the number of kept targets":
+            (-(picked * kept).sum() / targets.numel()).item()}
 
 
 def _ignore_some(rng, tokens, ignore_index):

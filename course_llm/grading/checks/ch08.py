@@ -276,12 +276,26 @@ def _beam_call(student, logp, scores):
 def _compare_beams(student, logp, scores, extra=""):
     parent, token, score, what = _beam_call(student, logp, scores)
     want = _beam_brute(logp, scores)
+    pairs = list(zip(parent, token))
+    why = "" if pairs == [(w[1], w[2]) for w in want] else _beam_mistake(logp, scores, pairs, score)
     expect(all(abs(s - w[0]) <= 1e-5 * max(1.0, abs(w[0])) for s, w in zip(score, want)),
-           f"{what}{extra}: scores {[round(s, 4) for s in score]}, expected the k best totals "
-           f"scores[b] + logp[b, t] over all beams and tokens, best first: {[round(w[0], 4) for w in want]}")
-    expect([(p, t) for p, t in zip(parent, token)] == [(w[1], w[2]) for w in want],
-           f"{what}{extra}: (parent, token) pairs {list(zip(parent, token))}, expected "
-           f"{[(w[1], w[2]) for w in want]}")
+           f"{why}{what}{extra}: scores {few(score)}, expected the k best totals "
+           f"scores[b] + logp[b, t] over all beams and tokens, best first: {few([w[0] for w in want])}")
+    expect(pairs == [(w[1], w[2]) for w in want],
+           f"{why}{what}{extra}: (parent, token) pairs {pairs}, expected {[(w[1], w[2]) for w in want]}")
+
+
+def _beam_mistake(logp, scores, pairs, score) -> str:
+    """Which known mistake chose these (parent, token) pairs and `score`s, as the start of a message; else ""."""
+    k = logp.size(0)
+    best = sorted(((float(scores[b] + logp[b].max()), b, int(logp[b].argmax())) for b in range(k)), reverse=True)
+    if pairs == [(b, t) for _, b, t in best] and all(abs(s - w[0]) <= 1e-4 * max(1.0, abs(w[0]))
+                                                     for s, w in zip(score, best)):
+        return ("you took the best token of each beam: rank all k x V candidates together (one beam may "
+                "supply several). ")
+    if pairs == [(b, t) for _, b, t in _beam_brute(logp, torch.zeros(k))]:
+        return "you ranked the candidates by logp alone: add the beam scores first, scores[:, None] + logp. "
+    return ""
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #89630dc1
 @beam_step_exercise.check(points=3, hint="add scores[:, None] to logp, flatten the (k, V) candidates, take "

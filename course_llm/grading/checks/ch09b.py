@@ -46,11 +46,11 @@ def _call(student, ids, vocab_size, p):
     return x.long(), y.long(), what
 
 
-def _within(count, total, p, what, z=5.0):
+def _within(count, total, p, what, z=5.0, why=""):
     sd = math.sqrt(total * p * (1 - p))
     expect(abs(count - total * p) <= z * sd + 1e-9,
            f"{what}: {count} of {total} ({count / max(total, 1):.4f}), expected {p:.4f} "
-           f"(allowed +- {z * sd / max(total, 1):.4f})")
+           f"(allowed +- {z * sd / max(total, 1):.4f}){why}")
 
 
 def _draw(student, rng, vocab_size, p, calls=8):
@@ -111,8 +111,14 @@ def replacement_rates(student, rng):
     sel = y != -100
     k = int(sel.sum())
     _within(int((x[sel] == MASK).sum()), k, 0.8, f"{what}: share of selected tokens turned into [MASK]")
-    _within(int(((x != ids) & (x != MASK))[sel].sum()), k, 0.1 * (1 - 1 / V),
-            f"{what}: share of selected tokens replaced by a different random token")
+    replaced = int(((x != ids) & (x != MASK))[sel].sum())
+    why = ("" if 0.05 <= replaced / max(k, 1) <= 0.15 else
+           "; every selected token that is not masked was replaced: half of them (10% of the selected) must stay "
+           "as they are" if replaced > 0.15 * k else
+           "; too few random replacements: among the selected tokens that are not masked, draw 'random' with "
+           "probability 0.1 / 0.2 = 0.5, not 0.1")
+    _within(replaced, k, 0.1 * (1 - 1 / V), f"{what}: share of selected tokens replaced by a different random token",
+            why=why)
     _within(int((x == ids)[sel].sum()), k, 0.1 + 0.1 / V, f"{what}: share of selected tokens left unchanged")
 
 
