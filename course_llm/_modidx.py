@@ -809,6 +809,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                             'course_llm/grading/checks/ch14c.py'),
                                                  'course_llm.grading.checks.ch14c._close': ( 'grading/checks/ch14c.html#_close',
                                                                                              'course_llm/grading/checks/ch14c.py'),
+                                                 'course_llm.grading.checks.ch14c._nce_mistakes': ( 'grading/checks/ch14c.html#_nce_mistakes',
+                                                                                                    'course_llm/grading/checks/ch14c.py'),
                                                  'course_llm.grading.checks.ch14c._oracle': ( 'grading/checks/ch14c.html#_oracle',
                                                                                               'course_llm/grading/checks/ch14c.py'),
                                                  'course_llm.grading.checks.ch14c._scalar': ( 'grading/checks/ch14c.html#_scalar',

@@ -42,13 +42,15 @@ def few(values: Any, limit: int = 6, start: int = 0) -> str:
         values = values.detach().reshape(-1).tolist()
     values = list(values)
     start = max(0, min(start, len(values) - limit))
-    shown = ", ".join(num(v) for v in values[start:start + limit])
+    shown = ", ".join(num(v) for v in values[start : start + limit])
     head = "... " if start > 0 else ""
     tail = f", ... ({len(values)} values)" if start + limit < len(values) else ""
     return f"[{head}{shown}{tail}]"
 
 # %% ../../../nbs/grading/checks/show.ipynb #e68ec51d
-def first_mismatch(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5, rtol: float = 0.0):
+def first_mismatch(
+    got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5, rtol: float = 0.0
+):
     """Index (a tuple) of the first element of `got` farther than ``atol + rtol * |want|`` from
     `want` (same shapes; equal infinities match), or None when all agree.
 
@@ -63,7 +65,9 @@ def first_mismatch(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-5, rt
     return tuple(int(i) for i in bad.nonzero()[0])
 
 
-def which_mistake(got: Any, mistakes: dict | None, atol: float = 1e-5, rtol: float = 1e-4) -> str:
+def which_mistake(
+    got: Any, mistakes: dict | None, atol: float = 1e-5, rtol: float = 1e-4
+) -> str:
     """The first description in `mistakes` (description -> the result that mistake produces)
     whose result `got` matches within ``atol + rtol * |result|``, or "" when none does.
 
@@ -74,13 +78,22 @@ def which_mistake(got: Any, mistakes: dict | None, atol: float = 1e-5, rtol: flo
     if not isinstance(got, torch.Tensor):
         return ""
     for description, result in (mistakes or {}).items():
-        if tuple(got.shape) == tuple(result.shape) and first_mismatch(got, result, atol, rtol) is None:
+        if (
+            tuple(got.shape) == tuple(result.shape)
+            and first_mismatch(got, result, atol, rtol) is None
+        ):
             return description
     return ""
 
 
-def expect_values(got: Any, want: torch.Tensor, what: str, atol: float = 1e-5, rtol: float = 0.0,
-                  mistakes: dict | None = None) -> None:
+def expect_values(
+    got: Any,
+    want: torch.Tensor,
+    what: str,
+    atol: float = 1e-5,
+    rtol: float = 0.0,
+    mistakes: dict | None = None,
+) -> None:
     """Fail unless `got` is a tensor of `want`'s shape within ``atol + rtol * |want|`` of it; the
     message names the first differing position, both values there, and a few of its neighbours.
 
@@ -101,9 +114,13 @@ def expect_values(got: Any, want: torch.Tensor, what: str, atol: float = 1e-5, r
         f(x): at index (2,) got 3, expected 4; got [1, 2, 3], expected [1, 2, 4]
     """
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
+    expect(
+        tuple(got.shape) == tuple(want.shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}",
+    )
     at = first_mismatch(got, want, atol, rtol)
     if at is None:
         return
@@ -112,13 +129,21 @@ def expect_values(got: Any, want: torch.Tensor, what: str, atol: float = 1e-5, r
     where = at[-1] - 2 if len(at) else 0
     label = f" (row {row[0] if len(row) == 1 else row})" if row else ""
     known = which_mistake(got, mistakes, max(atol, 1e-5))
-    raise CheckFailed((f"{known}. " if known else "") +
-                      f"{what}: at index {at} got {num(got[at])}, expected {num(want[at])}; got{label} "
-                      f"{few(g, start=where)}, expected {few(w, start=where)}")
+    raise CheckFailed(
+        (f"{known}. " if known else "")
+        + f"{what}: at index {at} got {num(got[at])}, expected {num(want[at])}; got{label} "
+        f"{few(g, start=where)}, expected {few(w, start=where)}"
+    )
 
 # %% ../../../nbs/grading/checks/show.ipynb #3c03fb80
-def expect_number(got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6,
-                  mistakes: dict | None = None) -> None:
+def expect_number(
+    got: Any,
+    want: float,
+    what: str,
+    rel: float = 1e-5,
+    abs_: float = 1e-6,
+    mistakes: dict | None = None,
+) -> None:
     """Fail unless `got` is a number within ``abs_ + rel * |want|`` of `want`; the message shows both
     at 4 significant digits, led by the description of a known mistake whose value `got` matches.
 
@@ -140,10 +165,22 @@ def expect_number(got: Any, want: float, what: str, rel: float = 1e-5, abs_: flo
     try:
         value = float(got)
     except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}, which is not a number") from None
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}, which is not a number"
+        ) from None
     if value == want or abs(value - want) <= abs_ + rel * abs(want):
         return
-    known = next((d for d, v in (mistakes or {}).items()
-                  if value == v or (value != value and v != v) or abs(value - v) <= abs_ + max(rel, 1e-4) * abs(v)),
-                 "")
-    raise CheckFailed((f"{known}. " if known else "") + f"{what} returned {num(value)}, expected {num(want)}")
+    known = next(
+        (
+            d
+            for d, v in (mistakes or {}).items()
+            if value == v
+            or (value != value and v != v)
+            or abs(value - v) <= abs_ + max(rel, 1e-4) * abs(v)
+        ),
+        "",
+    )
+    raise CheckFailed(
+        (f"{known}. " if known else "")
+        + f"{what} returned {num(value)}, expected {num(want)}"
+    )
