@@ -97,10 +97,16 @@ def _compare(student, s, e, max_len, allowed=None, batched=True):
         why = ""
         if got_b != want and allowed is not None:
             args = (s[b].tolist(), e[b].tolist(), max_len)
-            if got_b == _brute(*args):
+            ignored = got_b == _brute(*args)
+            start_only = got_b == _brute(*args, allowed[b].tolist(), check_end=False)
+            if start_only:
+                why = (
+                    "; you checked only the start against `allowed`"
+                    + (" (or ignored it)" if ignored else "")
+                    + ": the end must be an allowed position too"
+                )
+            elif ignored:
                 why = "; you ignored `allowed`: both ends must be allowed positions"
-            elif got_b == _brute(*args, allowed[b].tolist(), check_end=False):
-                why = "; you checked only the start against `allowed`: the end must be an allowed position too"
         expect(
             got_b == want,
             f"{what}: example {b} got span {got_b}, the best valid span is {want}{why}",
