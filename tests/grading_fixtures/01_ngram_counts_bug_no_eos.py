@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 01_ngram_counts without the final <EOS>.
 # course-llm exercise: 01_ngram_counts
 # expect-fail: ends_with_eos unigrams empty_and_short_sequences all_counts
+# expect-hint: append one <EOS>
 from collections import Counter
 
 from course_llm.ngram import BOS, EOS

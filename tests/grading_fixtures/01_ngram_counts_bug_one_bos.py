@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 01_ngram_counts padding with one <BOS> whatever n is.
 # course-llm exercise: 01_ngram_counts
 # expect-fail: starts_with_bos unigrams empty_and_short_sequences all_counts
+# expect-hint: n-1 <BOS> tokens
 from collections import Counter
 
 from course_llm.ngram import BOS, EOS

@@ -2,6 +2,7 @@
 # so n-grams span sequence boundaries and only the corpus gets <BOS>/<EOS>.
 # course-llm exercise: 01_ngram_counts
 # expect-fail: interior_ngrams starts_with_bos ends_with_eos unigrams empty_and_short_sequences all_counts
+# expect-hint: no n-gram may span two sequences
 from collections import Counter
 
 from course_llm.ngram import BOS, EOS

@@ -2,6 +2,7 @@
 # instead of pooling log-probabilities and predictions over the corpus.
 # course-llm exercise: 01_perplexity
 # expect-fail: pools_all_sequences empty_sequence
+# expect-hint: do not average per-sequence perplexities
 import math
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 01_perplexity counting L predictions per sequence, not L + 1.
 # course-llm exercise: 01_perplexity
 # expect-fail: uniform_model single_sequence pools_all_sequences empty_sequence
+# expect-hint: plus one for <EOS>
 import math
 
 

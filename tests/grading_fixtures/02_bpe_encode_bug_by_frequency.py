@@ -2,6 +2,7 @@
 # often in the data (as in training) instead of the one learned first (smallest rank).
 # course-llm exercise: 02_bpe_encode
 # expect-fail: learned_merges priority_by_rank ignores_dict_order gpt2_merges
+# expect-hint: merged the most frequent
 from course_llm.tokenizers import get_pair_counts, merge
 
 

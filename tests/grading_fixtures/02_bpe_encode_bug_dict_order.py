@@ -3,6 +3,7 @@
 # any other order.
 # course-llm exercise: 02_bpe_encode
 # expect-fail: ignores_dict_order
+# expect-hint: its order is not the order of the merges
 from course_llm.tokenizers import merge
 
 

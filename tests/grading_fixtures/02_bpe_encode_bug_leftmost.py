@@ -2,6 +2,7 @@
 # in the table, whatever its rank.
 # course-llm exercise: 02_bpe_encode
 # expect-fail: learned_merges priority_by_rank ignores_dict_order gpt2_merges
+# expect-hint: leftmost
 from course_llm.tokenizers import merge
 
 

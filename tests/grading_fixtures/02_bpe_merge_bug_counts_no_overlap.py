@@ -2,6 +2,7 @@
 # str.count, skipping past each occurrence, so [7, 7, 7] has (7, 7) once instead of twice.
 # course-llm exercise: 02_bpe_merge
 # expect-fail: pair_counts_overlapping
+# expect-hint: may overlap
 
 
 def get_pair_counts(ids):

@@ -2,6 +2,7 @@
 # (and fails on bytes, which cannot be edited); the framework reports the changed input.
 # course-llm exercise: 02_bpe_merge
 # expect-fail: merge_random merge_overlapping works_on_bytes
+# expect-hint: in place
 
 
 def get_pair_counts(ids):

@@ -2,6 +2,7 @@
 # replacing a pair, so the pair's second id is kept too ([1, 2, 3] with (1, 2) gives [X, 2, 3]).
 # course-llm exercise: 02_bpe_merge
 # expect-fail: merge_random merge_overlapping works_on_bytes
+# expect-hint: jump two places
 
 
 def get_pair_counts(ids):

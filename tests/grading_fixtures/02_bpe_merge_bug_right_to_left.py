@@ -3,6 +3,7 @@
 # Non-overlapping pairs merge correctly, so only the overlap check fails.
 # course-llm exercise: 02_bpe_merge
 # expect-fail: merge_overlapping
+# expect-hint: merge from the left
 
 
 def get_pair_counts(ids):

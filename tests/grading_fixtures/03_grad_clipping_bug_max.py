@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 03_grad_clipping with max(1, v/||g||), as misprinted in the deck.
 # course-llm exercise: 03_grad_clipping
 # expect-fail: clips_large_gradients keeps_small_gradients
+# expect-hint: not max
 import torch
 
 

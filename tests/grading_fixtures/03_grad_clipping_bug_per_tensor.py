@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 03_grad_clipping clipping each tensor by its own norm.
 # course-llm exercise: 03_grad_clipping
 # expect-fail: clips_large_gradients
+# expect-hint: one factor for all
 import torch
 
 

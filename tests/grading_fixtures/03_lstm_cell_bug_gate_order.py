@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 03_lstm_cell with the input and forget gates swapped.
 # course-llm exercise: 03_lstm_cell
 # expect-fail: cell_state hidden_state remember_gate
+# expect-hint: the order is [i; f; g; o]
 import torch
 
 

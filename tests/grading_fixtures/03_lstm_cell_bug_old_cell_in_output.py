@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 03_lstm_cell with the output gate reading the old cell state.
 # course-llm exercise: 03_lstm_cell
 # expect-fail: hidden_state
+# expect-hint: reads the *new* cell state
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 04_skipgram_loss with a naive softmax that overflows.
 # course-llm exercise: 04_skipgram_loss
 # expect-fail: large_scores
+# expect-hint: subtract the row maximum
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 04_skipgram_loss summing instead of averaging over the batch.
 # course-llm exercise: 04_skipgram_loss
 # expect-fail: batch_mean large_scores
+# expect-hint: the mean, not the sum
 import torch
 
 

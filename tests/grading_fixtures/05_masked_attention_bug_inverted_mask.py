@@ -2,6 +2,7 @@
 # (torch.nn.MultiheadAttention's convention, where True means "masked").
 # course-llm exercise: 05_masked_attention
 # expect-fail: padding_mask causal_mask
+# expect-hint: True where a query MAY attend
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 05_masked_attention dividing the scores by d_K instead of sqrt(d_K).
 # course-llm exercise: 05_masked_attention
 # expect-fail: unmasked scaled_by_sqrt_dk padding_mask causal_mask
+# expect-hint: you divided the scores by d_K
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 06_rms_norm with the slide's ||x||^2 (sum of squares) instead of the mean square.
 # course-llm exercise: 06_rms_norm
 # expect-fail: values keeps_the_mean epsilon_inside_the_root
+# expect-hint: divided by the norm
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 06_rms_norm that centres x first, as LayerNorm does (changes every output).
 # course-llm exercise: 06_rms_norm
 # expect-fail: values keeps_the_mean epsilon_inside_the_root
+# expect-hint: you subtracted the mean
 import torch
 
 

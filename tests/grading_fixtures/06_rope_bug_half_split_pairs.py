@@ -2,6 +2,7 @@
 # layout) instead of the lecture's neighbouring pairs (2i, 2i+1).
 # course-llm exercise: 06_rope
 # expect-fail: equals_rotation_matrix uses_the_base scores_depend_on_relative_position
+# expect-hint: half-split layout
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 06_rope with the base hard-coded to 10000.
 # course-llm exercise: 06_rope
 # expect-fail: uses_the_base
+# expect-hint: use the `base` argument
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_block_forward with the exact (erf) GELU instead of GPT-2's tanh approximation.
 # course-llm exercise: 07_block_forward
 # expect-fail: gelu_tanh
+# expect-hint: tanh approximation
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_block_forward with scores not divided by sqrt(d_head).
 # course-llm exercise: 07_block_forward
 # expect-fail: matches_the_block wide_heads gelu_tanh
+# expect-hint: you did not scale the scores
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_block_forward with post-LN (normalise after each residual addition) instead of pre-LN.
 # course-llm exercise: 07_block_forward
 # expect-fail: matches_the_block single_token wide_heads gelu_tanh
+# expect-hint: post-LN
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_block_forward with scores divided by sqrt(d_model) instead of sqrt(d_head).
 # course-llm exercise: 07_block_forward
 # expect-fail: matches_the_block wide_heads gelu_tanh
+# expect-hint: you divided the scores by sqrt(d_model)
 import math
 
 import torch

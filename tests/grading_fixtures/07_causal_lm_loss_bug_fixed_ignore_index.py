@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_causal_lm_loss ignoring -100 whatever ignore_index says.
 # course-llm exercise: 07_causal_lm_loss
 # expect-fail: ignore_index_is_a_token_id
+# expect-hint: use the `ignore_index` argument
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_causal_lm_loss taking the ignore mask from tokens[:, :-1] (the inputs).
 # course-llm exercise: 07_causal_lm_loss
 # expect-fail: ignored_targets ignore_index_is_a_token_id all_but_one_ignored hf_padded_batch gradient
+# expect-hint: you took the mask from the inputs
 import torch
 
 

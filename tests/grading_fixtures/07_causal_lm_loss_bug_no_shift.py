@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_causal_lm_loss pairing position t's logits with token t (no shift).
 # course-llm exercise: 07_causal_lm_loss
 # expect-fail: values shift ignored_targets ignore_index_is_a_token_id all_but_one_ignored hf_padded_batch gradient
+# expect-hint: position t's logits score token t+1
 import torch
 
 

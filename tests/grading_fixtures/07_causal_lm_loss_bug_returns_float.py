@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_causal_lm_loss returning a Python float (.item()): right value, no gradient.
 # course-llm exercise: 07_causal_lm_loss
 # expect-fail: gradient
+# expect-hint: 0-dimensional tensor
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_cosine_schedule with the cosine spread over max_steps steps instead of max_steps - warmup_steps.
 # course-llm exercise: 07_cosine_schedule
 # expect-fail: cosine_decay reaches_min_lr matches_torch_schedulers
+# expect-hint: you divided by max_steps
 import math
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_cosine_schedule without the floor after max_steps, so the cosine climbs back up.
 # course-llm exercise: 07_cosine_schedule
 # expect-fail: stays_at_min_lr
+# expect-hint: stays at min_lr
 import math
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_cosine_schedule with the cosine decaying to 0 instead of to min_lr.
 # course-llm exercise: 07_cosine_schedule
 # expect-fail: cosine_decay reaches_min_lr no_warmup matches_torch_schedulers
+# expect-hint: not towards min_lr
 import math
 
 

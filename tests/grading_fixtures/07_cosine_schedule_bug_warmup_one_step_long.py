@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 07_cosine_schedule with the warm-up ramp also used at step == warmup_steps, overshooting max_lr.
 # course-llm exercise: 07_cosine_schedule
 # expect-fail: peak_at_end_of_warmup no_warmup matches_torch_schedulers
+# expect-hint: max_lr both at the last warm-up step
 import math
 
 

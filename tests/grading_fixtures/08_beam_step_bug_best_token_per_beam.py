@@ -2,6 +2,7 @@
 # k different beams (wrong whenever one beam's second-best extension beats another beam's best).
 # course-llm exercise: 08_beam_step
 # expect-fail: best_candidates one_beam_dominates first_step
+# expect-hint: you took the best token of each beam
 import torch
 
 

@@ -2,6 +2,7 @@
 # beams' scores so far (greedy on the last step, not on the whole sequence).
 # course-llm exercise: 08_beam_step
 # expect-fail: best_candidates scores_consistent one_beam_dominates first_step
+# expect-hint: by logp alone
 import torch
 
 

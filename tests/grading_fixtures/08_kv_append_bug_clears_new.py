@@ -2,6 +2,7 @@
 # an argument the exercise does not declare as mutated still fails every call that returns.
 # course-llm exercise: 08_kv_append
 # expect-fail: returns_prefix writes_in_place decoding_loop
+# expect-hint: in place
 import torch
 
 

@@ -2,6 +2,7 @@
 # the returned prefix is right on one call, but the cache never fills, so a decoding loop breaks.
 # course-llm exercise: 08_kv_append
 # expect-fail: writes_in_place decoding_loop
+# expect-hint: do not build a new tensor with torch.cat
 import torch
 
 

@@ -2,6 +2,7 @@
 # instead of raising a ValueError that says what is wrong.
 # course-llm exercise: 08_kv_append
 # expect-fail: overflow_raises
+# expect-hint: raise ValueError
 import torch
 
 

@@ -2,6 +2,7 @@
 # cumulative sum cross p (the nucleus then holds less than p whenever it has two or more tokens).
 # course-llm exercise: 08_top_p
 # expect-fail: values rows_independent ties
+# expect-hint: the cumulative sum cross p: keep it
 import torch
 
 

@@ -3,6 +3,7 @@
 # (p = 1 removes none).
 # course-llm exercise: 08_top_p
 # expect-fail: values top_token_kept rows_independent ties input_unchanged
+# expect-hint: in place
 import torch
 
 

@@ -2,6 +2,7 @@
 # last one in the nucleus, so all tokens tied with it are kept and the nucleus grows on ties.
 # course-llm exercise: 08_top_p
 # expect-fail: ties
+# expect-hint: every token tied with the last one of the nucleus
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference that always selects 15% of tokens, whatever mlm_probability says.
 # course-llm exercise: 09_mlm_masking
 # expect-fail: selection_rate
+# expect-hint: do not hard-code 0.15
 
 
 import torch

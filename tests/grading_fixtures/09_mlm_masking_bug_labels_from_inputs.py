@@ -1,6 +1,7 @@
 # Planted bug: the reference that takes the labels from the corrupted inputs (so [MASK] ids become labels).
 # course-llm exercise: 09_mlm_masking
 # expect-fail: labels_and_unselected
+# expect-hint: not from the corrupted copy
 
 
 import torch

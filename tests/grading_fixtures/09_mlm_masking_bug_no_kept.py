@@ -1,6 +1,7 @@
 # Planted bug: the reference with 80% [MASK] and 20% random: no token is kept as it is.
 # course-llm exercise: 09_mlm_masking
 # expect-fail: replacement_rates
+# expect-hint: must stay as they are
 
 
 import torch

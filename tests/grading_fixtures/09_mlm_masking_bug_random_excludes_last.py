@@ -1,6 +1,7 @@
 # Planted bug: the reference that draws random ids from 0 .. vocab_size - 2 (randint's end is exclusive).
 # course-llm exercise: 09_mlm_masking
 # expect-fail: random_tokens_uniform
+# expect-hint: excludes vocab_size itself
 
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference drawing 'random' with probability 0.1 among the unmasked instead of 0.1 / 0.2 = 0.5.
 # course-llm exercise: 09_mlm_masking
 # expect-fail: replacement_rates
+# expect-hint: too few random replacements
 
 
 import torch

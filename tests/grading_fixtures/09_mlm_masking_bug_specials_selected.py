@@ -1,6 +1,7 @@
 # Planted bug: the reference that ignores special_ids, so [CLS], [SEP] and padding can be masked.
 # course-llm exercise: 09_mlm_masking
 # expect-fail: specials_never_selected
+# expect-hint: special token
 
 
 import torch

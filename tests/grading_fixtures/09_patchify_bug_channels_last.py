@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 09_patchify flattening each patch in (row, column, channel) order.
 # course-llm exercise: 09_patchify
 # expect-fail: several_channels
+# expect-hint: (channel, row, column) order
 
 
 def patchify(images, patch_size):

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 09_patchify that assumes square images (uses H for the width).
 # course-llm exercise: 09_patchify
 # expect-fail: non_square_images
+# expect-hint: with H != W
 
 
 def patchify(images, patch_size):

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 09_span_qa that ignores the `allowed` mask.
 # course-llm exercise: 09_span_qa
 # expect-fail: allowed_positions batch_of_examples
+# expect-hint: ignored
 import torch
 
 

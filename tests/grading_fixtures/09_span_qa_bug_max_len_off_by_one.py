@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 09_span_qa allowing spans of max_len + 1 tokens (j - i <= max_len).
 # course-llm exercise: 09_span_qa
 # expect-fail: longest_span batch_of_examples
+# expect-hint: j - i + 1 tokens
 import torch
 
 

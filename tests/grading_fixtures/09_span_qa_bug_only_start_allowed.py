@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 09_span_qa that checks `allowed` at the start only (the end may leave the passage).
 # course-llm exercise: 09_span_qa
 # expect-fail: allowed_positions batch_of_examples
+# expect-hint: checked only the start
 import torch
 
 

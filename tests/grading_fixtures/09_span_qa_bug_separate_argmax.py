@@ -1,6 +1,7 @@
 # Planted bug: start and end chosen by two separate argmaxes (the span can end before it starts).
 # course-llm exercise: 09_span_qa
 # expect-fail: start_before_end longest_span allowed_positions batch_of_examples
+# expect-hint: not argmax(s) and argmax(e) separately
 import torch
 
 

@@ -2,6 +2,7 @@
 # decoder position t then reads only encoder positions 0..t.
 # course-llm exercise: 10_cross_attention
 # expect-fail: single_head multi_head unscaled not_causal
+# expect-hint: you applied a causal mask
 import torch
 
 

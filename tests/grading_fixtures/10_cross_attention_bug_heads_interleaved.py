@@ -2,6 +2,7 @@
 # (n_heads, d_kv), so each head gets every n_heads-th column instead of a block of d_kv columns.
 # course-llm exercise: 10_cross_attention
 # expect-fail: multi_head
+# expect-hint: head h uses columns
 import torch
 
 

@@ -2,6 +2,7 @@
 # (query) axis instead of the encoder (key) axis.
 # course-llm exercise: 10_cross_attention
 # expect-fail: encoder_padding
+# expect-hint: never over the queries
 import torch
 
 

@@ -2,6 +2,7 @@
 # T5 does not do.
 # course-llm exercise: 10_cross_attention
 # expect-fail: single_head multi_head unscaled
+# expect-hint: T5 does not scale them
 import torch
 
 

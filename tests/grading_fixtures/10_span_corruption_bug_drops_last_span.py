@@ -2,6 +2,7 @@
 # clean token follows; a span that ends at the last token is never written.
 # course-llm exercise: 10_span_corruption
 # expect-fail: mask_at_edges
+# expect-hint: may end at the last token
 
 
 def span_corruption(tokens, noise_mask):

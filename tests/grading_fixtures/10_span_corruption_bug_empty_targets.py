@@ -2,6 +2,7 @@
 # instead of T5's lone final sentinel.
 # course-llm exercise: 10_span_corruption
 # expect-fail: no_noise
+# expect-hint: final sentinel alone
 
 
 def span_corruption(tokens, noise_mask):

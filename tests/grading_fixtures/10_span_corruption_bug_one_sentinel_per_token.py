@@ -2,6 +2,7 @@
 # adjacent noised tokens do not merge into one span.
 # course-llm exercise: 10_span_corruption
 # expect-fail: random_masks adjacent_merge
+# expect-hint: opens a new span
 
 
 def span_corruption(tokens, noise_mask):

@@ -2,6 +2,7 @@
 # too, which in Python is the LAST token: a span at the start gets no sentinel when the last token is noised.
 # course-llm exercise: 10_span_corruption
 # expect-fail: mask_at_edges
+# expect-hint: noise_mask[-1] is the LAST token
 
 
 def span_corruption(tokens, noise_mask):

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 11_bm25 that idf ln(N / n_t) instead of the Okapi idf (never negative, different values).
 # course-llm exercise: 11_bm25
 # expect-fail: values k1_and_b repeated_query_terms unseen_query_terms common_terms_floor
+# expect-hint: idf(q) = ln((N - n_q + 0.5) / (n_q + 0.5))
 import math
 from collections import Counter
 

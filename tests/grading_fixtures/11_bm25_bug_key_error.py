@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 11_bm25 that indexes idf[q] for every query term, raising KeyError on unseen terms.
 # course-llm exercise: 11_bm25
 # expect-fail: unseen_query_terms
+# expect-hint: with a default
 import math
 from collections import Counter
 

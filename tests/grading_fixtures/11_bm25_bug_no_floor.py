@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 11_bm25 that keeps negative idfs of common terms.
 # course-llm exercise: 11_bm25
 # expect-fail: common_terms_floor
+# expect-hint: 0.25 times the mean idf
 import math
 from collections import Counter
 

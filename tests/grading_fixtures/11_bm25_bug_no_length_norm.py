@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 11_bm25 that ignores document length (as if b = 0): k1 * (1 - b + b) ....
 # course-llm exercise: 11_bm25
 # expect-fail: values k1_and_b repeated_query_terms unseen_query_terms common_terms_floor
+# expect-hint: without length normalisation
 import math
 from collections import Counter
 

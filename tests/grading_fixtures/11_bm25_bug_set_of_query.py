@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 11_bm25 that scores each distinct query term once (set(query)).
 # course-llm exercise: 11_bm25
 # expect-fail: repeated_query_terms
+# expect-hint: appears twice in the query
 import math
 from collections import Counter
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 12_response_mask that trains only the first assistant reply.
 # course-llm exercise: 12_response_mask
 # expect-fail: multi_turn ignore_index
+# expect-hint: every assistant reply is trained
 
 
 def response_labels(ids, header, im_end, ignore_index=-100):

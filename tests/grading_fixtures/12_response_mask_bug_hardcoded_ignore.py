@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 12_response_mask with -100 hard-coded instead of ignore_index.
 # course-llm exercise: 12_response_mask
 # expect-fail: ignore_index
+# expect-hint: do not hard-code -100
 
 
 def response_labels(ids, header, im_end, ignore_index=-100):

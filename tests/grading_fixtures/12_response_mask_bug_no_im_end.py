@@ -2,6 +2,7 @@
 # the model never learns to stop.
 # course-llm exercise: 12_response_mask
 # expect-fail: single_turn multi_turn ignore_index
+# expect-hint: its closing <|im_end|>
 
 
 def response_labels(ids, header, im_end, ignore_index=-100):

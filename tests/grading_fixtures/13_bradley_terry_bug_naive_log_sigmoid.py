@@ -2,6 +2,7 @@
 # log(0) = -inf (loss inf) when the rejected response has a reward far above the chosen one.
 # course-llm exercise: 13_bradley_terry
 # expect-fail: large_margins
+# expect-hint: underflows
 import torch
 
 

@@ -2,6 +2,7 @@
 # course-llm exercise: 13_dpo_loss
 # (large_margins uses beta = 1, where the two placements agree.)
 # expect-fail: values policy_equals_reference beta_inside
+# expect-hint: beta multiplies the loss
 import torch.nn.functional as F
 
 

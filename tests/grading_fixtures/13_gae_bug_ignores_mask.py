@@ -2,6 +2,7 @@
 # and get nonzero advantages.
 # course-llm exercise: 13_gae
 # expect-fail: padding
+# expect-hint: nothing flows back from the padding
 import torch
 
 

@@ -2,6 +2,7 @@
 # recursion); right only when gamma = 1.
 # course-llm exercise: 13_gae
 # expect-fail: advantages returns padding
+# expect-hint: gamma is missing from the recursion
 import torch
 
 

@@ -3,6 +3,7 @@
 # than 64 and for SmolLM2 shapes).
 # course-llm exercise: 14_unpermute_qk
 # expect-fail: several_heads
+# expect-hint: did not use n_head
 import torch
 
 

@@ -2,6 +2,7 @@
 # (reshape to (n_head, 2, d_head/2, d_in)) instead of its inverse; the two differ once d_head >= 6.
 # course-llm exercise: 14_unpermute_qk
 # expect-fail: several_heads one_head smollm2_shapes
+# expect-hint: forward permutation
 import torch
 
 

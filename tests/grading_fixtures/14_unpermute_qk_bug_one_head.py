@@ -2,6 +2,7 @@
 # whole matrix as if it were one head (right only when n_head = 1).
 # course-llm exercise: 14_unpermute_qk
 # expect-fail: several_heads smollm2_shapes
+# expect-hint: did not use n_head
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 15_online_softmax that skips a shorter last block.
 # course-llm exercise: 15_online_softmax
 # expect-fail: partial_last_block
+# expect-hint: do not drop it
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 15_online_softmax without subtracting the running max.
 # course-llm exercise: 15_online_softmax
 # expect-fail: large_scores_do_not_overflow
+# expect-hint: subtract the running max
 import math
 
 import torch

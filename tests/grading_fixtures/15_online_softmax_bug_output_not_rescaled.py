@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 15_online_softmax that rescales the sum but not the output.
 # course-llm exercise: 15_online_softmax
 # expect-fail: rescales_when_the_max_grows
+# expect-hint: rescale BOTH
 import math
 
 import torch

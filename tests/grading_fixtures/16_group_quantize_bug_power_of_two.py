@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 16_group_quantize with Q = 2**(bits-1) instead of 2**(bits-1) - 1.
 # course-llm exercise: 16_group_quantize
 # expect-fail: scales_per_group codes four_bits
+# expect-hint: the largest code is Q = 2**(bits-1) - 1
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 16_group_quantize that tiles the scales instead of repeating each.
 # course-llm exercise: 16_group_quantize
 # expect-fail: dequantize
+# expect-hint: repeat_interleave, not repeat
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 16_group_quantize dividing 0 by a zero scale.
 # course-llm exercise: 16_group_quantize
 # expect-fail: all_zero_group
+# expect-hint: codes 0 instead of dividing 0 by 0
 import torch
 
 

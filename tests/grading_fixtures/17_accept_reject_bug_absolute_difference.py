@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 17_accept_reject with |p - q| as the residual.
 # course-llm exercise: 17_accept_reject
 # expect-fail: residual_distribution
+# expect-hint: not |p - q|
 import torch
 
 

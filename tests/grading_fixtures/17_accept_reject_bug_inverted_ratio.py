@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 17_accept_reject with the ratio upside down.
 # course-llm exercise: 17_accept_reject
 # expect-fail: accept_rule accepts_when_target_likes_it_more
+# expect-hint: not q[x] / p[x]
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 18_lora_merge that scales the update by alpha instead of alpha / r.
 # course-llm exercise: 18_lora_merge
 # expect-fail: update_scaled_by_alpha_over_r merged_weight
+# expect-hint: not by alpha alone
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 18_lora_merge that adds a bias of None.
 # course-llm exercise: 18_lora_merge
 # expect-fail: without_bias
+# expect-hint: bias may be None
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 18_lora_merge that merges A^T B^T, the transpose of B A.
 # course-llm exercise: 18_lora_merge
 # expect-fail: merged_weight
+# expect-hint: B @ A
 import torch
 
 

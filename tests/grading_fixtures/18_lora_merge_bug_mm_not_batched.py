@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 18_lora_merge that uses torch.mm, which only takes 2-D inputs.
 # course-llm exercise: 18_lora_merge
 # expect-fail: batched_input
+# expect-hint: not torch.mm
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 19_moe_routing that takes f_i from the router probabilities instead of counting assignments.
 # course-llm exercise: 19_moe_routing
 # expect-fail: balance_loss_value
+# expect-hint: counted from `experts`
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 19_moe_routing without the factor E in the balancing loss.
 # course-llm exercise: 19_moe_routing
 # expect-fail: balance_uniform_is_one balance_loss_value
+# expect-hint: multiply the sum by E
 import torch
 
 

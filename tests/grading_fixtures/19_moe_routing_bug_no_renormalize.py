@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 19_moe_routing that never renormalises the top-k gates.
 # course-llm exercise: 19_moe_routing
 # expect-fail: gates_renormalised_for_k_above_1
+# expect-hint: divide the k kept probabilities by their sum
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 19_moe_routing that renormalises the gate of top-1 routing too (every gate 1).
 # course-llm exercise: 19_moe_routing
 # expect-fail: top1_gate_is_the_probability
+# expect-hint: do not renormalise
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 19_moe_routing that serves capacity token by token (a token's second choice before later first choices).
 # course-llm exercise: 19_moe_routing
 # expect-fail: capacity_first_choices_first
+# expect-hint: first choice before any token's second choice
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 20_group_advantages normalising over the whole batch.
 # course-llm exercise: 20_group_advantages
 # expect-fail: per_group flat_group_zero
+# expect-hint: not of the whole batch
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 20_group_advantages with the biased (divide by G) std.
 # course-llm exercise: 20_group_advantages
 # expect-fail: unbiased_std per_group
+# expect-hint: UNBIASED std
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 20_group_advantages averaging k3 instead of one value per token.
 # course-llm exercise: 20_group_advantages
 # expect-fail: k3_per_token k3_value
+# expect-hint: do not sum or average
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 20_group_advantages with d = policy - reference in k3.
 # course-llm exercise: 20_group_advantages
 # expect-fail: k3_value
+# expect-hint: reference minus policy
 import torch
 
 

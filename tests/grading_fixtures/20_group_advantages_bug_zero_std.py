@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 20_group_advantages dividing by the bare std (0 / 0 on flat groups).
 # course-llm exercise: 20_group_advantages
 # expect-fail: unbiased_std per_group flat_group_zero
+# expect-hint: plus eps = 1e-4
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 21_choice_scores that picks the lowest score, as for a loss.
 # course-llm exercise: 21_choice_scores
 # expect-fail: summed_choice normalized_choice
+# expect-hint: not the argmin
 import torch
 
 

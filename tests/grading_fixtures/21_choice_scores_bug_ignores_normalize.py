@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 21_choice_scores that never divides by the length.
 # course-llm exercise: 21_choice_scores
 # expect-fail: normalized_choice
+# expect-hint: not the raw score
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 21_choice_scores that scores the prompt's tokens too.
 # course-llm exercise: 21_choice_scores
 # expect-fail: prompt_excluded
+# expect-hint: not the prompt's
 import torch
 
 

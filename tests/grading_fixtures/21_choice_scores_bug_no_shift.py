@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 21_choice_scores that reads token t's score from row t.
 # course-llm exercise: 21_choice_scores
 # expect-fail: shifted_by_one prompt_excluded
+# expect-hint: predicts the NEXT token
 import torch
 
 

@@ -1,6 +1,7 @@
 # Planted bug: the reference solution of 21_choice_scores that sums raw logits instead of log-probabilities.
 # course-llm exercise: 21_choice_scores
 # expect-fail: log_probabilities shifted_by_one prompt_excluded
+# expect-hint: logits are not log-probabilities
 import torch
 
 

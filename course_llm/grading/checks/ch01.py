@@ -9,7 +9,8 @@ import random
 from collections.abc import Mapping
 
 from ... import ngram
-from ..core import CheckFailed, Exercise, expect, expect_close, register, short
+from .show import expect_number
+from ..core import CheckFailed, Exercise, expect, register, short
 
 # %% auto #0
 __all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus', 'returns_counter_of_tuples', 'interior_ngrams',
@@ -20,8 +21,9 @@ __all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus',
 _WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "and", "slept"]
 
 
-def random_corpus(rng, n_sequences: tuple = (3, 6), lengths: tuple = (0, 8),
-                  min_long: int = 0) -> list[list[str]]:
+def random_corpus(
+    rng, n_sequences: tuple = (3, 6), lengths: tuple = (0, 8), min_long: int = 0
+) -> list[list[str]]:
     """A few random token sequences over a small vocabulary (lengths drawn from `lengths`).
 
     Args:
@@ -34,9 +36,13 @@ def random_corpus(rng, n_sequences: tuple = (3, 6), lengths: tuple = (0, 8),
         >>> len(random_corpus(random.Random(0), (2, 2), (1, 1), min_long=1))
         3
     """
-    corpus = [[rng.choice(_WORDS) for _ in range(rng.randint(*lengths))]
-              for _ in range(rng.randint(*n_sequences))]
-    corpus += [[rng.choice(_WORDS) for _ in range(rng.randint(5, 9))] for _ in range(min_long)]
+    corpus = [
+        [rng.choice(_WORDS) for _ in range(rng.randint(*lengths))]
+        for _ in range(rng.randint(*n_sequences))
+    ]
+    corpus += [
+        [rng.choice(_WORDS) for _ in range(rng.randint(5, 9))] for _ in range(min_long)
+    ]
     rng.shuffle(corpus)
     return corpus
 
@@ -44,8 +50,10 @@ def random_corpus(rng, n_sequences: tuple = (3, 6), lengths: tuple = (0, 8),
 def _counts(got, call: str) -> dict:
     """The student's counts as a plain dict without zero entries; fails on a wrong type."""
     if not isinstance(got, Mapping):
-        raise CheckFailed(f"{call} returned a {type(got).__name__}; return a collections.Counter "
-                          "mapping each n-gram (a tuple of tokens) to its count")
+        raise CheckFailed(
+            f"{call} returned a {type(got).__name__}; return a collections.Counter "
+            "mapping each n-gram (a tuple of tokens) to its count"
+        )
     return {k: v for k, v in got.items() if v != 0}
 
 
@@ -56,15 +64,25 @@ def _compare(got: dict, want: dict, call: str, keep=lambda gram: True) -> None:
     missing = [g for g in want if g not in got]
     extra = [g for g in got if g not in want]
     wrong = [g for g in want if g in got and got[g] != want[g]]
-    problems = ([f"missing {short(g, 60)} (count {want[g]})" for g in missing[:2]]
-                + [f"unexpected {short(g, 60)} (count {got[g]})" for g in extra[:2]]
-                + [f"{short(g, 60)} counted {short(got[g], 20)}, expected {want[g]}" for g in wrong[:2]])
+    problems = (
+        [f"missing {short(g, 60)} (count {want[g]})" for g in missing[:2]]
+        + [f"unexpected {short(g, 60)} (count {got[g]})" for g in extra[:2]]
+        + [
+            f"{short(g, 60)} counted {short(got[g], 20)}, expected {want[g]}"
+            for g in wrong[:2]
+        ]
+    )
     expect(not problems, f"{call}: " + "; ".join(problems))
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #28155da8
-ngram_counts = register(Exercise(
-    "01_ngram_counts", ["count_ngrams"], title="Count n-grams with <BOS> padding and <EOS>",
-    forbidden=("course_llm.ngram.count_ngrams",)))
+ngram_counts = register(
+    Exercise(
+        "01_ngram_counts",
+        ["count_ngrams"],
+        title="Count n-grams with <BOS> padding and <EOS>",
+        forbidden=("course_llm.ngram.count_ngrams",),
+    )
+)
 BOS, EOS = ngram.BOS, ngram.EOS
 
 
@@ -72,52 +90,88 @@ def _call(corpus, n):
     return f"count_ngrams({short(corpus, 100)}, {n})"
 
 
-@ngram_counts.check(points=1, hint="return a collections.Counter whose keys are tuples of n tokens "
-                    "and whose values are counts")
+@ngram_counts.check(
+    points=1,
+    hint="return a collections.Counter whose keys are tuples of n tokens "
+    "and whose values are counts",
+)
 def returns_counter_of_tuples(student, rng):
     corpus, n = random_corpus(rng, min_long=1), rng.randint(2, 3)
     got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
     expect(len(got) > 0, f"{_call(corpus, n)} returned no n-grams")
     bad = [k for k in got if not isinstance(k, tuple) or len(k) != n]
-    expect(not bad, f"{_call(corpus, n)}: key {short(bad[:1], 60)} is not a tuple of {n} tokens")
+    expect(
+        not bad,
+        f"{_call(corpus, n)}: key {short(bad[:1], 60)} is not a tuple of {n} tokens",
+    )
     bad = [v for v in got.values() if not isinstance(v, int)]
     expect(not bad, f"{_call(corpus, n)}: count {short(bad[:1], 60)} is not an int")
 
 
-@ngram_counts.check(points=2, hint="slide a window of n tokens along each sequence separately; "
-                    "no n-gram may span two sequences")
+@ngram_counts.check(
+    points=2,
+    hint="slide a window of n tokens along each sequence separately; "
+    "no n-gram may span two sequences",
+)
 def interior_ngrams(student, rng):
     corpus, n = random_corpus(rng, (3, 5), (2, 8), min_long=2), rng.randint(2, 4)
     got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-    _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n), lambda g: BOS not in g and EOS not in g)
+    _compare(
+        got,
+        ngram.count_ngrams(corpus, n),
+        _call(corpus, n),
+        lambda g: BOS not in g and EOS not in g,
+    )
 
 
-@ngram_counts.check(points=2, hint="pad each sequence with n-1 <BOS> tokens at the start, so that "
-                    "its first token has a full context of n-1 tokens")
+@ngram_counts.check(
+    points=2,
+    hint="pad each sequence with n-1 <BOS> tokens at the start, so that "
+    "its first token has a full context of n-1 tokens",
+)
 def starts_with_bos(student, rng):
     corpus, n = random_corpus(rng, (2, 4), (3, 8), min_long=1), rng.randint(3, 4)
     got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-    _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n), lambda g: BOS in g and EOS not in g)
+    _compare(
+        got,
+        ngram.count_ngrams(corpus, n),
+        _call(corpus, n),
+        lambda g: BOS in g and EOS not in g,
+    )
 
 
-@ngram_counts.check(points=2, hint="append one <EOS> to each sequence: the model must predict the "
-                    "end of a sequence like any other token")
+@ngram_counts.check(
+    points=2,
+    hint="append one <EOS> to each sequence: the model must predict the "
+    "end of a sequence like any other token",
+)
 def ends_with_eos(student, rng):
     corpus, n = random_corpus(rng, (2, 4), (4, 8), min_long=1), rng.randint(2, 3)
     got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-    _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n), lambda g: EOS in g and BOS not in g)
+    _compare(
+        got,
+        ngram.count_ngrams(corpus, n),
+        _call(corpus, n),
+        lambda g: EOS in g and BOS not in g,
+    )
 
 
-@ngram_counts.check(points=1, hint="for n = 1 there is no <BOS> padding (a unigram has no context), "
-                    "but each sequence still contributes one <EOS>")
+@ngram_counts.check(
+    points=1,
+    hint="for n = 1 there is no <BOS> padding (a unigram has no context), "
+    "but each sequence still contributes one <EOS>",
+)
 def unigrams(student, rng):
     corpus = random_corpus(rng, min_long=1)
     got = _counts(student.count_ngrams(corpus, 1), _call(corpus, 1))
     _compare(got, ngram.count_ngrams(corpus, 1), _call(corpus, 1))
 
 
-@ngram_counts.check(points=1, hint="an empty sequence still ends: it contributes the n-gram "
-                    "(<BOS>, ..., <BOS>, <EOS>)")
+@ngram_counts.check(
+    points=1,
+    hint="an empty sequence still ends: it contributes the n-gram "
+    "(<BOS>, ..., <BOS>, <EOS>)",
+)
 def empty_and_short_sequences(student, rng):
     corpus = [[], [rng.choice(_WORDS)]] + random_corpus(rng, (1, 2), (0, 2))
     rng.shuffle(corpus)
@@ -126,8 +180,11 @@ def empty_and_short_sequences(student, rng):
     _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n))
 
 
-@ngram_counts.check(points=2, hint="check your function on the worked example of its docstring, "
-                    "then on two sequences with n = 3 by hand")
+@ngram_counts.check(
+    points=2,
+    hint="check your function on the worked example of its docstring, "
+    "then on two sequences with n = 3 by hand",
+)
 def all_counts(student, rng):
     for n in (1, 2, 3, 4):
         corpus = random_corpus(rng, min_long=1)
@@ -135,9 +192,14 @@ def all_counts(student, rng):
         _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n))
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #1294e62d
-perplexity_exercise = register(Exercise(
-    "01_perplexity", ["perplexity"], title="Perplexity of a language model on a corpus",
-    forbidden=("course_llm.ngram.perplexity",)))
+perplexity_exercise = register(
+    Exercise(
+        "01_perplexity",
+        ["perplexity"],
+        title="Perplexity of a language model on a corpus",
+        forbidden=("course_llm.ngram.perplexity",),
+    )
+)
 
 
 def _model(rng):
@@ -146,36 +208,65 @@ def _model(rng):
     return ngram.NGramLM(rng.randint(1, 3), k=rng.choice([0.1, 0.5, 1.0])).fit(train)
 
 
-@perplexity_exercise.check(points=1, hint="a model spreading probability evenly over |V| tokens has "
-                           "perplexity |V|; count one prediction per token plus one for <EOS>")
+@perplexity_exercise.check(
+    points=1,
+    hint="a model spreading probability evenly over |V| tokens has "
+    "perplexity |V|; count one prediction per token plus one for <EOS>",
+)
 def uniform_model(student, rng):
     vocab = rng.sample(_WORDS, rng.randint(2, len(_WORDS)))
     model = ngram.UniformLM(vocab)
-    corpus = [[rng.choice(vocab) for _ in range(rng.randint(0, 6))] for _ in range(rng.randint(1, 4))]
-    expect_close(student.perplexity(model, corpus), len(model.vocab),
-                 f"perplexity(UniformLM over {len(model.vocab)} tokens incl. <EOS>, {short(corpus, 80)})")
+    corpus = [
+        [rng.choice(vocab) for _ in range(rng.randint(0, 6))]
+        for _ in range(rng.randint(1, 4))
+    ]
+    expect_number(
+        student.perplexity(model, corpus),
+        len(model.vocab),
+        f"perplexity(UniformLM over {len(model.vocab)} tokens incl. <EOS>, {short(corpus, 80)})",
+    )
 
 
-@perplexity_exercise.check(points=2, hint="PPL = exp(-log P(s) / (L + 1)): the <EOS> at the end is one "
-                           "of the L + 1 predictions; use the natural log")
+@perplexity_exercise.check(
+    points=2,
+    hint="PPL = exp(-log P(s) / (L + 1)): the <EOS> at the end is one "
+    "of the L + 1 predictions; use the natural log",
+)
 def single_sequence(student, rng):
     model, seq = _model(rng), [rng.choice(_WORDS) for _ in range(rng.randint(2, 9))]
-    expect_close(student.perplexity(model, [seq]), ngram.perplexity(model, [seq]),
-                 f"perplexity(NGramLM(n={model.n}, k={model.k}), [{short(seq, 80)}])")
+    expect_number(
+        student.perplexity(model, [seq]),
+        ngram.perplexity(model, [seq]),
+        f"perplexity(NGramLM(n={model.n}, k={model.k}), [{short(seq, 80)}])",
+    )
 
 
-@perplexity_exercise.check(points=2, hint="sum log-probabilities and prediction counts over all sequences, "
-                           "then divide once; do not average per-sequence perplexities")
+@perplexity_exercise.check(
+    points=2,
+    hint="sum log-probabilities and prediction counts over all sequences, "
+    "then divide once; do not average per-sequence perplexities",
+)
 def pools_all_sequences(student, rng):
     model = _model(rng)
-    corpus = [[rng.choice(_WORDS) for _ in range(length)] for length in rng.sample(range(1, 12), 4)]
-    expect_close(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
-                 f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})")
+    corpus = [
+        [rng.choice(_WORDS) for _ in range(length)]
+        for length in rng.sample(range(1, 12), 4)
+    ]
+    expect_number(
+        student.perplexity(model, corpus),
+        ngram.perplexity(model, corpus),
+        f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})",
+    )
 
 
-@perplexity_exercise.check(points=1, hint="an empty sequence still has one prediction, its <EOS>")
+@perplexity_exercise.check(
+    points=1, hint="an empty sequence still has one prediction, its <EOS>"
+)
 def empty_sequence(student, rng):
     model = _model(rng)
     corpus = [[], [rng.choice(_WORDS) for _ in range(rng.randint(3, 6))]]
-    expect_close(student.perplexity(model, corpus), ngram.perplexity(model, corpus),
-                 f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})")
+    expect_number(
+        student.perplexity(model, corpus),
+        ngram.perplexity(model, corpus),
+        f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})",
+    )

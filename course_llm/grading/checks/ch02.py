@@ -18,8 +18,26 @@ __all__ = ['bpe_merge_exercise', 'encode_exercise', 'random_ids', 'random_text',
            'ignores_dict_order', 'gpt2_merges']
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #7bde66c5
-_SYLLABLES = ["the", "an", "to", "ken", "ize", "tion", "low", "er", "est", "new", "wid", "ing", "a",
-              "in", "on", "re", "st", "ss"]
+_SYLLABLES = [
+    "the",
+    "an",
+    "to",
+    "ken",
+    "ize",
+    "tion",
+    "low",
+    "er",
+    "est",
+    "new",
+    "wid",
+    "ing",
+    "a",
+    "in",
+    "on",
+    "re",
+    "st",
+    "ss",
+]
 _EXTRAS = [",", ".", "!", "?", "'s", "42", "2024", "é", "ß", "日本", "🙂", "  ", "\n"]
 
 
@@ -34,7 +52,11 @@ def random_ids(rng, length: int, high: int = 300) -> list[int]:
     """
     ids = []
     for _ in range(length):
-        ids.append(rng.choice([i for i in rng.sample(range(high), 2) if not ids or i != ids[-1]]))
+        ids.append(
+            rng.choice(
+                [i for i in rng.sample(range(high), 2) if not ids or i != ids[-1]]
+            )
+        )
     return ids
 
 
@@ -69,33 +91,59 @@ def _same_ids(got, want: list, call: str) -> None:
     got = _ids(got, call)
     if got == want:
         return
-    first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-    length = f"length {len(got)} instead of {len(want)}, " if len(got) != len(want) else ""
-    expect(False, f"{call} returned {short(got, 100)}, expected {short(want, 100)} ({length}first "
-           f"difference at position {first})")
+    first = next(
+        (k for k, (a, b) in enumerate(zip(got, want)) if a != b),
+        min(len(got), len(want)),
+    )
+    length = (
+        f"length {len(got)} instead of {len(want)}, " if len(got) != len(want) else ""
+    )
+    expect(
+        False,
+        f"{call} returned {short(got, 100)}, expected {short(want, 100)} ({length}first "
+        f"difference at position {first})",
+    )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #276dba4c
-bpe_merge_exercise = register(Exercise(
-    "02_bpe_merge", ["get_pair_counts", "merge"], title="BPE training step: count pairs, merge one pair",
-    forbidden=("course_llm.tokenizers.get_pair_counts", "course_llm.tokenizers.merge",
-               "course_llm.bpe.get_pair_counts", "course_llm.bpe.merge")))
+bpe_merge_exercise = register(
+    Exercise(
+        "02_bpe_merge",
+        ["get_pair_counts", "merge"],
+        title="BPE training step: count pairs, merge one pair",
+        forbidden=(
+            "course_llm.tokenizers.get_pair_counts",
+            "course_llm.tokenizers.merge",
+            "course_llm.bpe.get_pair_counts",
+            "course_llm.bpe.merge",
+        ),
+    )
+)
 
 
 def _counts(got, call: str) -> dict:
     if not isinstance(got, Mapping):
-        raise CheckFailed(f"{call} returned a {type(got).__name__}; return a dict mapping each pair "
-                          "(a, b) to its count")
+        raise CheckFailed(
+            f"{call} returned a {type(got).__name__}; return a dict mapping each pair "
+            "(a, b) to its count"
+        )
     bad = [k for k in got if not (isinstance(k, tuple) and len(k) == 2)]
-    expect(not bad, f"{call}: key {short(bad[0], 40) if bad else ''} is not a pair (a, b)")
+    expect(
+        not bad, f"{call}: key {short(bad[0], 40) if bad else ''} is not a pair (a, b)"
+    )
     return {k: v for k, v in got.items() if v != 0}
 
 
 def _same_counts(got, ids, call: str) -> None:
     got, want = _counts(got, call), tokenizers.get_pair_counts(list(ids))
-    problems = ([f"missing {p} (count {n})" for p, n in want.items() if p not in got][:2]
-                + [f"unexpected {p}" for p in got if p not in want][:2]
-                + [f"{p} counted {short(got[p], 20)}, expected {n}" for p, n in want.items()
-                   if p in got and got[p] != n][:2])
+    problems = (
+        [f"missing {p} (count {n})" for p, n in want.items() if p not in got][:2]
+        + [f"unexpected {p}" for p in got if p not in want][:2]
+        + [
+            f"{p} counted {short(got[p], 20)}, expected {n}"
+            for p, n in want.items()
+            if p in got and got[p] != n
+        ][:2]
+    )
     expect(not problems, f"{call}: " + "; ".join(problems))
 
 
@@ -109,81 +157,131 @@ def _runs(rng, a: int, n_runs: int) -> list[int]:
     return ids
 
 
-@bpe_merge_exercise.check(points=2, hint="count every adjacent pair (ids[i], ids[i+1]) for i from 0 "
-                          "to len(ids) - 2; zip(ids, ids[1:]) gives them")
+@bpe_merge_exercise.check(
+    points=2,
+    hint="count every adjacent pair (ids[i], ids[i+1]) for i from 0 "
+    "to len(ids) - 2; zip(ids, ids[1:]) gives them",
+)
 def pair_counts_random(student, rng):
     for length in (rng.randint(2, 6), rng.randint(20, 60), rng.randint(100, 300)):
         ids = random_ids(rng, length, rng.choice([5, 20, 300]))
-        _same_counts(student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 80)})")
+        _same_counts(
+            student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 80)})"
+        )
 
 
-@bpe_merge_exercise.check(points=1, hint="occurrences of a pair may overlap: [7, 7, 7] contains (7, 7) "
-                          "twice, at positions 0 and 1")
+@bpe_merge_exercise.check(
+    points=1,
+    hint="occurrences of a pair may overlap: [7, 7, 7] contains (7, 7) "
+    "twice, at positions 0 and 1",
+)
 def pair_counts_overlapping(student, rng):
     ids = _runs(rng, rng.randrange(20), rng.randint(2, 4))
-    _same_counts(student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 100)})")
+    _same_counts(
+        student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 100)})"
+    )
 
 
-@bpe_merge_exercise.check(points=1, hint="a sequence of fewer than two ids has no pairs: return an empty dict")
+@bpe_merge_exercise.check(
+    points=1, hint="a sequence of fewer than two ids has no pairs: return an empty dict"
+)
 def pair_counts_short(student, rng):
     for ids in ([], [rng.randrange(300)]):
         got = _counts(student.get_pair_counts(ids), f"get_pair_counts({ids})")
-        expect(got == {}, f"get_pair_counts({ids}) returned {short(got, 60)}, expected {{}}")
+        expect(
+            got == {},
+            f"get_pair_counts({ids}) returned {short(got, 60)}, expected {{}}",
+        )
 
 
 def _merge_case(rng):
     ids = random_ids(rng, rng.randint(5, 80), rng.choice([4, 10, 50]))
-    pair = rng.choice(list(zip(ids, ids[1:])))          # present, and a != b
+    pair = rng.choice(list(zip(ids, ids[1:])))  # present, and a != b
     return ids, pair, max(ids) + 1 + rng.randrange(300)
 
 
-@bpe_merge_exercise.check(points=2, hint="scan left to right: where ids[i], ids[i+1] is the pair, "
-                          "output new_id and jump two places; otherwise output ids[i] and move one")
+@bpe_merge_exercise.check(
+    points=2,
+    hint="scan left to right: where ids[i], ids[i+1] is the pair, "
+    "output new_id and jump two places; otherwise output ids[i] and move one",
+)
 def merge_random(student, rng):
     for _ in range(3):
         ids, pair, new_id = _merge_case(rng)
         call = f"merge({short(ids, 80)}, {pair}, {new_id})"
-        _same_ids(student.merge(ids, pair, new_id), tokenizers.merge(ids, pair, new_id), call)
+        _same_ids(
+            student.merge(ids, pair, new_id), tokenizers.merge(ids, pair, new_id), call
+        )
 
 
-@bpe_merge_exercise.check(points=2, hint="overlapping occurrences merge from the left: merge([7, 7, 7], "
-                          "(7, 7), 99) is [99, 7]; after replacing a pair, continue after its second id")
+@bpe_merge_exercise.check(
+    points=2,
+    hint="overlapping occurrences merge from the left: merge([7, 7, 7], "
+    "(7, 7), 99) is [99, 7]; after replacing a pair, continue after its second id",
+)
 def merge_overlapping(student, rng):
     a = rng.randrange(20)
     ids, new_id = _runs(rng, a, rng.randint(2, 4)), 256 + rng.randrange(100)
     call = f"merge({short(ids, 80)}, {(a, a)}, {new_id})"
-    _same_ids(student.merge(ids, (a, a), new_id), tokenizers.merge(ids, (a, a), new_id), call)
+    _same_ids(
+        student.merge(ids, (a, a), new_id), tokenizers.merge(ids, (a, a), new_id), call
+    )
 
 
-@bpe_merge_exercise.check(points=1, hint="when the pair does not occur, return the ids unchanged (as a "
-                          "new list); an empty or one-id sequence has nothing to merge")
+@bpe_merge_exercise.check(
+    points=1,
+    hint="when the pair does not occur, return the ids unchanged (as a "
+    "new list); an empty or one-id sequence has nothing to merge",
+)
 def merge_absent_or_short(student, rng):
     ids = random_ids(rng, rng.randint(3, 30), 20)
-    absent = next(p for p in ((rng.randrange(20), rng.randrange(20)) for _ in range(1000))
-                  if p not in set(zip(ids, ids[1:])))
+    absent = next(
+        p
+        for p in ((rng.randrange(20), rng.randrange(20)) for _ in range(1000))
+        if p not in set(zip(ids, ids[1:]))
+    )
     cases = [(ids, absent), ([], (1, 2)), ([absent[0]], absent)]
     for ids, pair in cases:
         call = f"merge({short(ids, 80)}, {pair}, 300)"
         _same_ids(student.merge(ids, pair, 300), list(ids), call)
 
 
-@bpe_merge_exercise.check(points=1, hint="BPE starts from the bytes of a text: both functions must also "
-                          "accept a bytes object (iterating it gives ints); merge returns a list")
+@bpe_merge_exercise.check(
+    points=1,
+    hint="BPE starts from the bytes of a text: both functions must also "
+    "accept a bytes object (iterating it gives ints); merge returns a list",
+)
 def works_on_bytes(student, rng):
     data = b"aaa"
-    while any(a == b == c for a, b, c in zip(data, data[1:], data[2:])):   # no overlaps here
+    while any(
+        a == b == c for a, b, c in zip(data, data[1:], data[2:])
+    ):  # no overlaps here
         data = random_text(rng, rng.randint(3, 10)).encode("utf-8")
-    _same_counts(student.get_pair_counts(data), data, f"get_pair_counts({short(data, 80)})")
+    _same_counts(
+        student.get_pair_counts(data), data, f"get_pair_counts({short(data, 80)})"
+    )
     pair = rng.choice([p for p in zip(data, data[1:]) if p[0] != p[1]])
-    _same_ids(student.merge(data, pair, 256), tokenizers.merge(list(data), pair, 256),
-              f"merge({short(data, 80)}, {pair}, 256)")
+    _same_ids(
+        student.merge(data, pair, 256),
+        tokenizers.merge(list(data), pair, 256),
+        f"merge({short(data, 80)}, {pair}, 256)",
+    )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #26f87492
-encode_exercise = register(Exercise(
-    "02_bpe_encode", ["encode_with_merges"], title="Encode bytes with a table of BPE merges",
-    forbidden=("course_llm.tokenizers.encode_with_merges", "course_llm.tokenizers.bpe_merge",
-               "course_llm.bpe.encode_with_merges", "course_llm.fast_bpe.bpe_merge",
-               "course_llm.bpe_ranks.bpe_merge")))
+encode_exercise = register(
+    Exercise(
+        "02_bpe_encode",
+        ["encode_with_merges"],
+        title="Encode bytes with a table of BPE merges",
+        forbidden=(
+            "course_llm.tokenizers.encode_with_merges",
+            "course_llm.tokenizers.bpe_merge",
+            "course_llm.bpe.encode_with_merges",
+            "course_llm.fast_bpe.bpe_merge",
+            "course_llm.bpe_ranks.bpe_merge",
+        ),
+    )
+)
 
 
 @lru_cache(maxsize=None)
@@ -219,23 +317,34 @@ def _call(data, merges) -> str:
 
 
 def _same_encoding(student, data, merges) -> None:
-    _same_ids(student.encode_with_merges(data, merges), tokenizers.encode_with_merges(data, merges),
-              _call(data, merges))
+    got = student.encode_with_merges(data, merges)
+    try:
+        _same_ids(got, tokenizers.encode_with_merges(data, merges), _call(data, merges))
+    except CheckFailed as error:
+        why = _wrong_order(got, data, merges)
+        raise CheckFailed(f"{why}. {error}" if why else str(error)) from None
 
 
 def _trained(rng) -> dict:
-    return tokenizers.train_bpe(random_text(rng, rng.randint(60, 120)), 256 + rng.randint(15, 40))
+    return tokenizers.train_bpe(
+        random_text(rng, rng.randint(60, 120)), 256 + rng.randint(15, 40)
+    )
 
 
 def _by_frequency(data, merges, ties_by_rank: bool) -> list:
     """Wrong order 1: the learned pair most frequent in `data` first (ties: rank or smallest pair)."""
     ids = list(data)
     while True:
-        counts = {p: n for p, n in tokenizers.get_pair_counts(ids).items() if p in merges}
+        counts = {
+            p: n for p, n in tokenizers.get_pair_counts(ids).items() if p in merges
+        }
         if not counts:
             return ids
-        pair = (max(counts, key=lambda p: (counts[p], -merges[p])) if ties_by_rank
-                else tokenizers.most_frequent_pair(counts))
+        pair = (
+            max(counts, key=lambda p: (counts[p], -merges[p]))
+            if ties_by_rank
+            else tokenizers.most_frequent_pair(counts)
+        )
         ids = tokenizers.merge(ids, pair, merges[pair])
 
 
@@ -249,8 +358,34 @@ def _leftmost_first(data, merges) -> list:
         ids = tokenizers.merge(ids, pair, merges[pair])
 
 
-_WRONG_ORDERS = (lambda d, m: _by_frequency(d, m, True), lambda d, m: _by_frequency(d, m, False),
-                 _leftmost_first)
+_WRONG_ORDERS = (
+    lambda d, m: _by_frequency(d, m, True),
+    lambda d, m: _by_frequency(d, m, False),
+    _leftmost_first,
+)
+
+
+def _wrong_order(got, data, merges) -> str:
+    """What a wrong encoding `got` did, if it is one of the wrong merge orders; else ""."""
+    if not isinstance(got, (list, tuple)) or not merges:
+        return ""
+    got = list(got)
+    frequent = got in (
+        _by_frequency(data, merges, True),
+        _by_frequency(data, merges, False),
+    )
+    leftmost = got == _leftmost_first(data, merges)
+    if not (frequent or leftmost):
+        return ""
+    what, rule = {
+        (True, False): ("the most frequent", "how often"),
+        (False, True): ("the leftmost", "where"),
+        (True, True): ("the most frequent (or the leftmost)", "how often or where"),
+    }[frequent, leftmost]
+    return (
+        f"you merged {what} learned pair first: apply merges in rank order (smallest new id first), "
+        f"not by {rule} a pair occurs"
+    )
 
 
 def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
@@ -272,44 +407,68 @@ def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
     return data, merges
 
 
-@encode_exercise.check(points=1, hint="with no merges (or fewer than two ids) the answer is the input "
-                       "ids themselves, as a list: list(b'ab') == [97, 98]")
+@encode_exercise.check(
+    points=1,
+    hint="with no merges (or fewer than two ids) the answer is the input "
+    "ids themselves, as a list: list(b'ab') == [97, 98]",
+)
 def nothing_to_merge(student, rng):
     data = random_text(rng, rng.randint(1, 5)).encode("utf-8")
-    cases = [(data, {}), (list(data), {}), (b"", {(97, 98): 256}), (data[:1], {(data[0], data[0]): 256})]
+    cases = [
+        (data, {}),
+        (list(data), {}),
+        (b"", {(97, 98): 256}),
+        (data[:1], {(data[0], data[0]): 256}),
+    ]
     for data, merges in cases:
         _same_encoding(student, data, merges)
     _gpt2_ranks()  # warm the cache here, after the student's calls: loading is not their time
 
 
-@encode_exercise.check(points=3, hint="repeat: among the adjacent pairs present, take the one with the "
-                       "smallest new id in merges and merge all its occurrences; stop when no pair "
-                       "is in merges")
+@encode_exercise.check(
+    points=3,
+    hint="repeat: among the adjacent pairs present, take the one with the "
+    "smallest new id in merges and merge all its occurrences; stop when no pair "
+    "is in merges",
+)
 def learned_merges(student, rng):
     merges = _trained(rng)
     _same_encoding(student, random_text(rng, rng.randint(1, 3)).encode("utf-8"), merges)
-    data, merges = rank_sensitive(rng, lambda rng: (random_text(rng, rng.randint(10, 30)).encode("utf-8"),
-                                                    _trained(rng)))
+    data, merges = rank_sensitive(
+        rng,
+        lambda rng: (
+            random_text(rng, rng.randint(10, 30)).encode("utf-8"),
+            _trained(rng),
+        ),
+    )
     _same_encoding(student, data, merges)
 
 
-@encode_exercise.check(points=2, hint="the order is the rank (the new id, smallest first), not how often "
-                       "a pair occurs and not where it occurs: merges learned earlier apply first")
+@encode_exercise.check(
+    points=2,
+    hint="the order is the rank (the new id, smallest first), not how often "
+    "a pair occurs and not where it occurs: merges learned earlier apply first",
+)
 def priority_by_rank(student, rng):
     x, y, z, w = rng.sample(range(97, 123), 4)
     r1 = 256 + rng.randrange(1000)
     r2 = r1 + rng.randint(1, 500)
     merges = {(y, z): r1, (x, y): r2}
-    for _ in range(rng.randint(0, 3)):                   # distractors that never apply
+    for _ in range(rng.randint(0, 3)):  # distractors that never apply
         merges[(w, w)] = r2 + rng.randint(1, 100)
-    pieces = [[x, y]] * rng.randint(2, 4)                # (x, y) is the most frequent pair ...
-    pieces.insert(rng.randint(0, len(pieces)), [x, y, z])  # ... and (y, z) follows an (x, y)
+    pieces = [[x, y]] * rng.randint(2, 4)  # (x, y) is the most frequent pair ...
+    pieces.insert(
+        rng.randint(0, len(pieces)), [x, y, z]
+    )  # ... and (y, z) follows an (x, y)
     data = [i for piece in pieces for i in piece + [w]]
     _same_encoding(student, bytes(data), merges)
 
 
-@encode_exercise.check(points=1, hint="a run of one byte merges from the left, as in training: "
-                       "b'aaa' with (97, 97) becomes [new_id, 97]")
+@encode_exercise.check(
+    points=1,
+    hint="a run of one byte merges from the left, as in training: "
+    "b'aaa' with (97, 97) becomes [new_id, 97]",
+)
 def repeated_bytes(student, rng):
     a = rng.randrange(97, 123)
     merges = {(a, a): 256, (256, 256): 257, (256, a): 258}
@@ -317,8 +476,11 @@ def repeated_bytes(student, rng):
         _same_encoding(student, bytes([a] * length), merges)
 
 
-@encode_exercise.check(points=1, hint="merges is a dict, and its order is not the order of the merges: "
-                       "use the ids (ranks), e.g. min(pairs, key=lambda p: merges.get(p, inf))")
+@encode_exercise.check(
+    points=1,
+    hint="merges is a dict, and its order is not the order of the merges: "
+    "use the ids (ranks), e.g. min(pairs, key=lambda p: merges.get(p, inf))",
+)
 def ignores_dict_order(student, rng):
     # bytes whose encoding uses a merge of a merged id: applying the merges once each in
     # decreasing order of id can never produce it (the merged id is made after its use)
@@ -328,21 +490,32 @@ def ignores_dict_order(student, rng):
         for (a, b), i in merges.items():
             vocab[i] = vocab[a] + vocab[b]
         deep = {i for (a, b), i in merges.items() if max(a, b) >= 256}
-        found = [vocab[i] for i in sorted(deep)
-                 if deep & set(tokenizers.encode_with_merges(vocab[i], merges))]
+        found = [
+            vocab[i]
+            for i in sorted(deep)
+            if deep & set(tokenizers.encode_with_merges(vocab[i], merges))
+        ]
         if found:
             break
     backwards = dict(sorted(merges.items(), key=lambda kv: -kv[1]))
     _same_encoding(student, found[0], backwards)
-    data, merges = rank_sensitive(rng, lambda rng: (random_text(rng, rng.randint(10, 20)).encode("utf-8"),
-                                                    merges))
+    data, merges = rank_sensitive(
+        rng, lambda rng: (random_text(rng, rng.randint(10, 20)).encode("utf-8"), merges)
+    )
     _same_encoding(student, data, dict(sorted(merges.items(), key=lambda kv: -kv[1])))
 
 
-@encode_exercise.check(points=2, hint="GPT-2's byte tokens are not numbered by byte value, so the data "
-                       "is a list of GPT-2 ids: do not assume ids < 256; the rule is the same, smallest "
-                       "new id first")
+@encode_exercise.check(
+    points=2,
+    hint="GPT-2's byte tokens are not numbered by byte value, so the data "
+    "is a list of GPT-2 ids: do not assume ids < 256; the rule is the same, smallest "
+    "new id first",
+)
 def gpt2_merges(student, rng):
     _same_encoding(student, *gpt2_case(random_text(rng, 1, extras=True)))
-    _same_encoding(student, *rank_sensitive(rng, lambda rng: gpt2_case(random_text(rng, rng.randint(1, 4),
-                                                                                   extras=True))))
+    _same_encoding(
+        student,
+        *rank_sensitive(
+            rng, lambda rng: gpt2_case(random_text(rng, rng.randint(1, 4), extras=True))
+        ),
+    )

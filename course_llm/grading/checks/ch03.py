@@ -7,29 +7,57 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, short, torch_generator
+from .show import expect_number, expect_values, num
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    short,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['lstm_exercise', 'clip_exercise', 'returns_two_states', 'cell_state', 'hidden_state', 'remember_gate', 'total_norm',
            'clips_large_gradients', 'keeps_small_gradients']
 
 # %% ../../../nbs/grading/checks/ch03.ipynb #c3b0c721
-lstm_exercise = register(Exercise(
-    "03_lstm_cell", ["lstm_cell"], title="One step of an LSTM cell from its equations",
-    forbidden=("course_llm.rnn.LSTMCell", "course_llm.rnn.LSTM",
-               "course_llm.rnn_cells.LSTMCell", "course_llm.rnn_layers.LSTM")))
+lstm_exercise = register(
+    Exercise(
+        "03_lstm_cell",
+        ["lstm_cell"],
+        title="One step of an LSTM cell from its equations",
+        forbidden=(
+            "course_llm.rnn.LSTMCell",
+            "course_llm.rnn.LSTM",
+            "course_llm.rnn_cells.LSTMCell",
+            "course_llm.rnn_layers.LSTM",
+        ),
+    )
+)
 
 
 def _lstm_case(rng, bias_shift=None):
     g = torch_generator(rng)
     B, d, n = rng.randint(1, 4), rng.randint(2, 6), rng.randint(2, 6)
-    u, h, c = torch.randn(B, d, generator=g), torch.randn(B, n, generator=g), torch.randn(B, n, generator=g)
-    W_u, W_h, b = torch.randn(4 * n, d, generator=g), torch.randn(4 * n, n, generator=g), torch.randn(4 * n, generator=g)
+    u, h, c = (
+        torch.randn(B, d, generator=g),
+        torch.randn(B, n, generator=g),
+        torch.randn(B, n, generator=g),
+    )
+    W_u, W_h, b = (
+        torch.randn(4 * n, d, generator=g),
+        torch.randn(4 * n, n, generator=g),
+        torch.randn(4 * n, generator=g),
+    )
     if bias_shift is not None:
         b = b + bias_shift(n)
     ref = torch.nn.LSTMCell(d, n)
     with torch.no_grad():
-        ref.weight_ih.copy_(W_u); ref.weight_hh.copy_(W_h); ref.bias_ih.copy_(b); ref.bias_hh.zero_()
+        ref.weight_ih.copy_(W_u)
+        ref.weight_hh.copy_(W_h)
+        ref.bias_ih.copy_(b)
+        ref.bias_hh.zero_()
         h_ref, c_ref = ref(u, (h, c))
     call = f"lstm_cell(u {tuple(u.shape)}, h {tuple(h.shape)}, c {tuple(c.shape)}, W_u, W_h, b)"
     return (u, h, c, W_u, W_h, b), (h_ref, c_ref), call
@@ -37,57 +65,107 @@ def _lstm_case(rng, bias_shift=None):
 
 def _pair(got, call):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"{call} returned {short(got, 60)}; return a pair (h_new, c_new)")
+        raise CheckFailed(
+            f"{call} returned {short(got, 60)}; return a pair (h_new, c_new)"
+        )
     return got
 
 
-@lstm_exercise.check(points=1, hint="return (h_new, c_new), each of shape (batch, hidden_size)")
+@lstm_exercise.check(
+    points=1, hint="return (h_new, c_new), each of shape (batch, hidden_size)"
+)
 def returns_two_states(student, rng):
     args, (h_ref, c_ref), call = _lstm_case(rng)
     h_new, c_new = _pair(student.lstm_cell(*args), call)
     for got, want, name in ((h_new, h_ref, "h_new"), (c_new, c_ref, "c_new")):
         if not isinstance(got, torch.Tensor):
-            raise CheckFailed(f"{call}: {name} is a {type(got).__name__}, not a torch.Tensor")
-        expect(tuple(got.shape) == tuple(want.shape), f"{call}: {name} has shape {tuple(got.shape)}, "
-               f"expected {tuple(want.shape)}")
+            raise CheckFailed(
+                f"{call}: {name} is a {type(got).__name__}, not a torch.Tensor"
+            )
+        expect(
+            tuple(got.shape) == tuple(want.shape),
+            f"{call}: {name} has shape {tuple(got.shape)}, "
+            f"expected {tuple(want.shape)}",
+        )
 
 
-@lstm_exercise.check(points=2, hint="c_new = sigmoid(f) * c + sigmoid(i) * tanh(g), where "
-                     "[i; f; g; o] = W_u u + W_h h + b split into four equal chunks in that order")
+@lstm_exercise.check(
+    points=2,
+    hint="c_new = sigmoid(f) * c + sigmoid(i) * tanh(g), where "
+    "[i; f; g; o] = W_u u + W_h h + b split into four equal chunks in that order",
+)
 def cell_state(student, rng):
     args, (_, c_ref), call = _lstm_case(rng)
-    expect_tensor_close(_pair(student.lstm_cell(*args), call)[1], c_ref, f"{call}: c_new")
+    u, h, c, W_u, W_h, b = args
+    z = u @ W_u.T + h @ W_h.T + b
+    mistakes = {}
+    for order in ("figo", "ifog", "iofg"):
+        gates = dict(zip(order, z.chunk(4, dim=-1)))
+        mistakes[
+            f"you split the gates in the order [{'; '.join(order)}]: the order is [i; f; g; o]"
+        ] = torch.sigmoid(gates["f"]) * c + torch.sigmoid(gates["i"]) * torch.tanh(
+            gates["g"]
+        )
+    i, f, g, _ = z.chunk(4, dim=-1)
+    mistakes["you squashed the candidate with a sigmoid: use tanh(g)"] = torch.sigmoid(
+        f
+    ) * c + torch.sigmoid(i) * torch.sigmoid(g)
+    expect_values(
+        _pair(student.lstm_cell(*args), call)[1],
+        c_ref,
+        f"{call}: c_new",
+        mistakes=mistakes,
+    )
 
 
-@lstm_exercise.check(points=2, hint="h_new = sigmoid(o) * tanh(c_new): the output gate reads the *new* cell state")
+@lstm_exercise.check(
+    points=2,
+    hint="h_new = sigmoid(o) * tanh(c_new): the output gate reads the *new* cell state",
+)
 def hidden_state(student, rng):
     args, (h_ref, _), call = _lstm_case(rng)
-    expect_tensor_close(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
+    expect_values(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
 
 
-@lstm_exercise.check(points=1, hint="the forget gate is the second chunk and multiplies the old cell state; "
-                     "the input gate (first chunk) scales the candidate tanh(g)")
+@lstm_exercise.check(
+    points=1,
+    hint="the forget gate is the second chunk and multiplies the old cell state; "
+    "the input gate (first chunk) scales the candidate tanh(g)",
+)
 def remember_gate(student, rng):
     # forget gate wide open, input gate shut: the cell must keep c unchanged
     def shift(n):
         s = torch.zeros(4 * n)
-        s[:n], s[n:2 * n] = -40.0, 40.0
+        s[:n], s[n : 2 * n] = -40.0, 40.0
         return s
+
     args, (_, c_ref), call = _lstm_case(rng, shift)
     c_new = _pair(student.lstm_cell(*args), call)[1]
-    expect_tensor_close(c_new, args[2], f"{call} with the forget gate open and the input gate shut: c_new")
+    expect_values(
+        c_new,
+        args[2],
+        f"{call} with the forget gate open and the input gate shut: c_new",
+    )
 
 # %% ../../../nbs/grading/checks/ch03.ipynb #d3d4a6e8
-clip_exercise = register(Exercise(
-    "03_grad_clipping", ["clip_gradients"], title="Gradient clipping by the global norm",
-    forbidden=("course_llm.rnn.clip_grad_norm", "torch.nn.utils.clip_grad_norm_")))
+clip_exercise = register(
+    Exercise(
+        "03_grad_clipping",
+        ["clip_gradients"],
+        title="Gradient clipping by the global norm",
+        forbidden=("course_llm.rnn.clip_grad_norm", "torch.nn.utils.clip_grad_norm_"),
+    )
+)
 
 
 def _clip_case(rng, scale):
     g = torch_generator(rng)
-    shapes = [tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 2))) for _ in range(rng.randint(2, 4))]
+    shapes = [
+        tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 2)))
+        for _ in range(rng.randint(2, 4))
+    ]
     grads = [torch.randn(s, generator=g) * scale for s in shapes]
-    norm = torch.sqrt(sum((x ** 2).sum() for x in grads)).item()
+    norm = torch.sqrt(sum((x**2).sum() for x in grads)).item()
     max_norm = norm * (rng.uniform(0.1, 0.7) if scale > 1 else rng.uniform(1.5, 3.0))
     params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
     for p, x in zip(params, grads):
@@ -98,32 +176,68 @@ def _clip_case(rng, scale):
 
 
 def _result(got, call, n):
-    if not isinstance(got, (tuple, list)) or len(got) != 2 or not isinstance(got[0], (list, tuple)):
-        raise CheckFailed(f"{call} returned {short(got, 60)}; return (list_of_clipped_tensors, norm)")
+    if (
+        not isinstance(got, (tuple, list))
+        or len(got) != 2
+        or not isinstance(got[0], (list, tuple))
+    ):
+        raise CheckFailed(
+            f"{call} returned {short(got, 60)}; return (list_of_clipped_tensors, norm)"
+        )
     expect(len(got[0]) == n, f"{call} returned {len(got[0])} tensors, expected {n}")
     return got
 
 
-@clip_exercise.check(points=1, hint="the norm is sqrt of the sum of squares of every entry of every "
-                     "gradient, all tensors together")
+@clip_exercise.check(
+    points=1,
+    hint="the norm is sqrt of the sum of squares of every entry of every "
+    "gradient, all tensors together",
+)
 def total_norm(student, rng):
     grads, max_norm, _, want_norm, call = _clip_case(rng, 5.0)
-    expect_close(_result(student.clip_gradients(grads, max_norm), call, len(grads))[1], want_norm,
-                 f"{call}: norm", rel=1e-5)
+    got = _result(student.clip_gradients(grads, max_norm), call, len(grads))[1]
+    after = (
+        isinstance(got, (int, float, torch.Tensor))
+        and abs(float(got) - max_norm) <= 1e-4 * max_norm
+    )
+    expect(
+        not after,
+        f"{call}: norm returned {num(got)}, which is max_norm: you returned the norm after "
+        f"clipping; return the total norm before clipping, {num(want_norm)}",
+    )
+    expect_number(got, want_norm, f"{call}: norm", rel=1e-5)
 
 
-@clip_exercise.check(points=2, hint="when ||g|| > v, multiply every gradient by v / ||g|| (one factor for all)")
+@clip_exercise.check(
+    points=2,
+    hint="when ||g|| > v, multiply every gradient by v / ||g|| (one factor for all)",
+)
 def clips_large_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 5.0)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        expect_tensor_close(got, w, f"{call}: clipped[{i}]", atol=1e-5 * max(1.0, max_norm))
+        mistakes = {
+            "the gradients came back unchanged although their norm exceeds max_norm: the factor is "
+            "min(1, v / ||g||), not max": grads[i],
+            "each tensor was clipped by its own norm: use one factor for all, from the norm of all "
+            "tensors together": grads[i] * min(1.0, max_norm / grads[i].norm().item()),
+        }
+        expect_values(
+            got,
+            w,
+            f"{call}: clipped[{i}]",
+            atol=1e-5 * max(1.0, max_norm),
+            mistakes=mistakes,
+        )
 
 
-@clip_exercise.check(points=2, hint="the factor is min(1, v / ||g||), not max: gradients already below "
-                     "the threshold are left as they are")
+@clip_exercise.check(
+    points=2,
+    hint="the factor is min(1, v / ||g||), not max: gradients already below "
+    "the threshold are left as they are",
+)
 def keeps_small_gradients(student, rng):
     grads, max_norm, want, _, call = _clip_case(rng, 0.5)
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
-        expect_tensor_close(got, w, f"{call}: clipped[{i}]")
+        expect_values(got, w, f"{call}: clipped[{i}]")

@@ -7,20 +7,30 @@ from __future__ import annotations
 
 import torch
 
-from ..core import Exercise, expect_close, register, torch_generator
+from .show import expect_number
+from ..core import Exercise, register, torch_generator
 
 # %% auto #0
 __all__ = ['skipgram_exercise', 'one_pair', 'batch_mean', 'large_scores']
 
 # %% ../../../nbs/grading/checks/ch04.ipynb #fdf3bf88
-skipgram_exercise = register(Exercise(
-    "04_skipgram_loss", ["skipgram_loss"], title="The full-softmax skip-gram loss of one batch",
-    forbidden=("course_llm.word2vec.SkipGram",)))
+skipgram_exercise = register(
+    Exercise(
+        "04_skipgram_loss",
+        ["skipgram_loss"],
+        title="The full-softmax skip-gram loss of one batch",
+        forbidden=("course_llm.word2vec.SkipGram",),
+    )
+)
 
 
 def _oracle(V, U, centre, context) -> float:
-    scores = V.double()[centre] @ U.double().T                  # (N, n): u_w . v_c
-    return (torch.logsumexp(scores, dim=1) - scores[torch.arange(len(centre)), context]).mean().item()
+    scores = V.double()[centre] @ U.double().T  # (N, n): u_w . v_c
+    return (
+        (torch.logsumexp(scores, dim=1) - scores[torch.arange(len(centre)), context])
+        .mean()
+        .item()
+    )
 
 
 def _case(rng, n_pairs=None, large=False):
@@ -28,29 +38,42 @@ def _case(rng, n_pairs=None, large=False):
     n, d = rng.randint(3, 12), rng.randint(2, 6)
     N = n_pairs or rng.randint(2, 10)
     V, U = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
-    if large:   # every score near 900 (exp overflows float32 at 88), differences of tens
+    if large:  # every score near 900 (exp overflows float32 at 88), differences of tens
         V[:, 0] = 30.0
         U[:, 0] = 30.0 + torch.randn(n, generator=g)
-    centre, context = torch.randint(n, (N,), generator=g), torch.randint(n, (N,), generator=g)
+    centre, context = (
+        torch.randint(n, (N,), generator=g),
+        torch.randint(n, (N,), generator=g),
+    )
     call = f"skipgram_loss(V {tuple(V.shape)}, U {tuple(U.shape)}, centre {centre.tolist()}, context {context.tolist()})"
     return (V, U, centre, context), _oracle(V, U, centre, context), call
 
 
-@skipgram_exercise.check(points=2, hint="-log P(o | c) = log sum_w exp(u_w . v_c) - u_o . v_c; the centre "
-                         "word uses V, the context words use U")
+@skipgram_exercise.check(
+    points=2,
+    hint="-log P(o | c) = log sum_w exp(u_w . v_c) - u_o . v_c; the centre "
+    "word uses V, the context words use U",
+)
 def one_pair(student, rng):
     args, want, call = _case(rng, n_pairs=1)
-    expect_close(student.skipgram_loss(*args), want, call, rel=1e-4)
+    expect_number(student.skipgram_loss(*args), want, call, rel=1e-4)
 
 
-@skipgram_exercise.check(points=2, hint="average the per-pair losses over the batch (the mean, not the sum)")
+@skipgram_exercise.check(
+    points=2, hint="average the per-pair losses over the batch (the mean, not the sum)"
+)
 def batch_mean(student, rng):
     args, want, call = _case(rng)
-    expect_close(student.skipgram_loss(*args), want, call, rel=1e-4)
+    expect_number(student.skipgram_loss(*args), want, call, rel=1e-4)
 
 
-@skipgram_exercise.check(points=1, hint="large scores overflow exp: subtract the row maximum first "
-                         "(torch.logsumexp or F.cross_entropy do it for you)")
+@skipgram_exercise.check(
+    points=1,
+    hint="large scores overflow exp: subtract the row maximum first "
+    "(torch.logsumexp or F.cross_entropy do it for you)",
+)
 def large_scores(student, rng):
     args, want, call = _case(rng, large=True)
-    expect_close(student.skipgram_loss(*args), want, call + " with large vectors", rel=1e-4)
+    expect_number(
+        student.skipgram_loss(*args), want, call + " with large vectors", rel=1e-4
+    )

@@ -8,21 +8,40 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['attention_exercise', 'unmasked', 'scaled_by_sqrt_dk', 'padding_mask', 'causal_mask']
 
 # %% ../../../nbs/grading/checks/ch05.ipynb #1194e1b9
-attention_exercise = register(Exercise(
-    "05_masked_attention", ["masked_attention"], title="Scaled dot-product attention with a mask",
-    forbidden=("course_llm.attention.explicit_attention", "course_llm.attention.scaled_dot_product_attention",
-               "torch.nn.functional.scaled_dot_product_attention")))
+attention_exercise = register(
+    Exercise(
+        "05_masked_attention",
+        ["masked_attention"],
+        title="Scaled dot-product attention with a mask",
+        forbidden=(
+            "course_llm.attention.explicit_attention",
+            "course_llm.attention.scaled_dot_product_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
+        ),
+    )
+)
 
 
 def _attention_case(rng, d_k=None, lead=None):
     g = torch_generator(rng)
-    lead = lead if lead is not None else tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
+    lead = (
+        lead
+        if lead is not None
+        else tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
+    )
     L, S = rng.randint(1, 6), rng.randint(2, 7)
     d_k = d_k or rng.randint(2, 8)
     d_v = rng.randint(1, 6)
@@ -33,39 +52,70 @@ def _attention_case(rng, d_k=None, lead=None):
 
 
 def _call(q, k, v, mask=None):
-    text = f"masked_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+    text = (
+        f"masked_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+    )
     return text + (f", mask {tuple(mask.shape)})" if mask is not None else ")")
 
 
-@attention_exercise.check(points=2, hint="scores = q @ k.transpose(-2, -1) / sqrt(d_K); softmax over the "
-                          "last axis (the keys); then weights @ v")
+@attention_exercise.check(
+    points=2,
+    hint="scores = q @ k.transpose(-2, -1) / sqrt(d_K); softmax over the "
+    "last axis (the keys); then weights @ v",
+)
 def unmasked(student, rng):
     q, k, v = _attention_case(rng)
     want = F.scaled_dot_product_attention(q, k, v)
-    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    scores = q @ k.transpose(-2, -1)
+    mistakes = {
+        "you divided the scores by d_K: divide by sqrt(d_K)": (
+            scores / q.shape[-1]
+        ).softmax(-1)
+        @ v,
+        "you did not scale the scores: divide them by sqrt(d_K)": scores.softmax(-1)
+        @ v,
+        "you took the softmax over the queries (dim=-2): take it over the keys, the last axis": (
+            scores / q.shape[-1] ** 0.5
+        ).softmax(-2)
+        @ v,
+    }
+    expect_values(
+        student.masked_attention(q, k, v), want, _call(q, k, v), mistakes=mistakes
+    )
 
 
-@attention_exercise.check(points=1, hint="divide the scores by sqrt(d_K), the width of the queries and keys "
-                          "(q.shape[-1]), not by d_K and not by the number of keys")
+@attention_exercise.check(
+    points=1,
+    hint="divide the scores by sqrt(d_K), the width of the queries and keys "
+    "(q.shape[-1]), not by d_K and not by the number of keys",
+)
 def scaled_by_sqrt_dk(student, rng):
     q, k, v = _attention_case(rng, d_k=rng.choice([16, 25, 36]))
     want = F.scaled_dot_product_attention(q, k, v)
-    expect_tensor_close(student.masked_attention(q, k, v), want, _call(q, k, v))
+    expect_values(student.masked_attention(q, k, v), want, _call(q, k, v))
 
 
-@attention_exercise.check(points=2, hint="mask is True where a query MAY attend: set the scores where mask is "
-                          "False to -inf before the softmax (scores.masked_fill(~mask, float('-inf')))")
+@attention_exercise.check(
+    points=2,
+    hint="mask is True where a query MAY attend: set the scores where mask is "
+    "False to -inf before the softmax (scores.masked_fill(~mask, float('-inf')))",
+)
 def padding_mask(student, rng):
     q, k, v = _attention_case(rng, lead=(rng.randint(2, 4),))
     B, S = q.shape[0], k.shape[-2]
-    lengths = torch.tensor([rng.randint(2, S) for _ in range(B)])        # >= 2 keys per row
-    mask = (torch.arange(S)[None] < lengths[:, None])[:, None, :]      # (B, 1, S): keys only
+    lengths = torch.tensor([rng.randint(2, S) for _ in range(B)])  # >= 2 keys per row
+    mask = (torch.arange(S)[None] < lengths[:, None])[
+        :, None, :
+    ]  # (B, 1, S): keys only
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    expect_tensor_close(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
+    expect_values(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
 
 
-@attention_exercise.check(points=2, hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "
-                          "masked keys must get weight exactly 0 and each row of weights must still sum to 1")
+@attention_exercise.check(
+    points=2,
+    hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "
+    "masked keys must get weight exactly 0 and each row of weights must still sum to 1",
+)
 def causal_mask(student, rng):
     g = torch_generator(rng)
     L, d = rng.randint(3, 8), rng.randint(2, 6)
@@ -73,7 +123,10 @@ def causal_mask(student, rng):
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     got = student.masked_attention(q, k, v, mask)
-    expect_tensor_close(got, want, _call(q, k, v, mask))
+    expect_values(got, want, _call(q, k, v, mask))
     # the first output must be exactly the first value: nothing leaks from the future
-    expect(torch.equal(got[:, 0], v[:, 0]) or torch.allclose(got[:, 0], v[:, 0], atol=1e-7, rtol=0),
-           f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly (future keys must get weight 0)")
+    expect(
+        torch.equal(got[:, 0], v[:, 0])
+        or torch.allclose(got[:, 0], v[:, 0], atol=1e-7, rtol=0),
+        f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly (future keys must get weight 0)",
+    )

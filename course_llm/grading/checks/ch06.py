@@ -10,22 +10,40 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['rms_exercise', 'rope_exercise', 'values', 'keeps_the_mean', 'epsilon_inside_the_root', 'position_zero_is_identity',
            'equals_rotation_matrix', 'uses_the_base', 'scores_depend_on_relative_position']
 
 # %% ../../../nbs/grading/checks/ch06.ipynb #4d52d31e
-rms_exercise = register(Exercise(
-    "06_rms_norm", ["rms_norm"], title="RMSNorm",
-    forbidden=("course_llm.layers.rms_norm", "course_llm.layers.RMSNorm", "torch.nn.functional.rms_norm",
-               "torch.nn.RMSNorm")))
+rms_exercise = register(
+    Exercise(
+        "06_rms_norm",
+        ["rms_norm"],
+        title="RMSNorm",
+        forbidden=(
+            "course_llm.layers.rms_norm",
+            "course_llm.layers.RMSNorm",
+            "torch.nn.functional.rms_norm",
+            "torch.nn.RMSNorm",
+        ),
+    )
+)
 
 
 def _rms_case(rng, offset=0.0):
     g = torch_generator(rng)
-    shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(0, 2))) + (rng.randint(4, 24),)
+    shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(0, 2))) + (
+        rng.randint(4, 24),
+    )
     x = torch.randn(*shape, generator=g) * rng.uniform(0.5, 5.0) + offset
     gamma = torch.randn(shape[-1], generator=g)
     return x, gamma
@@ -35,36 +53,64 @@ def _rms_call(x, eps):
     return f"rms_norm(x {tuple(x.shape)}, gamma, eps={eps:g})"
 
 
-@rms_exercise.check(points=2, hint="divide by the ROOT MEAN square: sqrt(mean of x**2 over the last axis + eps), "
-                    "not the norm sqrt(sum of x**2); then multiply by gamma")
+@rms_exercise.check(
+    points=2,
+    hint="divide by the ROOT MEAN square: sqrt(mean of x**2 over the last axis + eps), "
+    "not the norm sqrt(sum of x**2); then multiply by gamma",
+)
 def values(student, rng):
     x, gamma = _rms_case(rng)
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    centred = x - x.mean(-1, keepdim=True)
+    mistakes = {
+        "you divided by the norm sqrt(sum of x**2), not the root MEAN square": x
+        * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + 1e-6)
+        * gamma,
+        "you subtracted the mean first: RMSNorm does not centre x (that is LayerNorm)": F.rms_norm(
+            centred, (x.shape[-1],), gamma, 1e-6
+        ),
+    }
+    expect_values(
+        student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6), mistakes=mistakes
+    )
 
 
-@rms_exercise.check(points=1, hint="RMSNorm does not subtract the mean (that is LayerNorm): an input with a "
-                    "large common offset must keep it")
+@rms_exercise.check(
+    points=1,
+    hint="RMSNorm does not subtract the mean (that is LayerNorm): an input with a "
+    "large common offset must keep it",
+)
 def keeps_the_mean(student, rng):
     x, gamma = _rms_case(rng, offset=rng.choice([-3.0, 3.0]))
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
-    expect_tensor_close(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
+    expect_values(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
 
 
-@rms_exercise.check(points=1, hint="eps goes inside the square root, added to the mean square: "
-                    "x / sqrt(mean(x**2) + eps)")
+@rms_exercise.check(
+    points=1,
+    hint="eps goes inside the square root, added to the mean square: "
+    "x / sqrt(mean(x**2) + eps)",
+)
 def epsilon_inside_the_root(student, rng):
     x, gamma = _rms_case(rng)
     x = x * 1e-2
     eps = rng.choice([1e-3, 1e-2])
     want = F.rms_norm(x, (x.shape[-1],), gamma, eps)
-    expect_tensor_close(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
+    expect_values(student.rms_norm(x, gamma, eps), want, _rms_call(x, eps), atol=1e-4)
 
 # %% ../../../nbs/grading/checks/ch06.ipynb #695afbb7
-rope_exercise = register(Exercise(
-    "06_rope", ["apply_rope"], title="Rotary position embeddings applied to queries and keys",
-    forbidden=("course_llm.layers.apply_rope", "course_llm.layers.RotaryEmbedding",
-               "course_llm.layers.rope_rotation_matrix")))
+rope_exercise = register(
+    Exercise(
+        "06_rope",
+        ["apply_rope"],
+        title="Rotary position embeddings applied to queries and keys",
+        forbidden=(
+            "course_llm.layers.apply_rope",
+            "course_llm.layers.RotaryEmbedding",
+            "course_llm.layers.rope_rotation_matrix",
+        ),
+    )
+)
 
 
 def _rotation(position: int, d: int, base: float) -> torch.Tensor:
@@ -73,7 +119,12 @@ def _rotation(position: int, d: int, base: float) -> torch.Tensor:
     for i in range(d // 2):
         angle = position * base ** (-2 * i / d)
         c, s = math.cos(angle), math.sin(angle)
-        R[2 * i, 2 * i], R[2 * i, 2 * i + 1], R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = c, -s, s, c
+        (
+            R[2 * i, 2 * i],
+            R[2 * i, 2 * i + 1],
+            R[2 * i + 1, 2 * i],
+            R[2 * i + 1, 2 * i + 1],
+        ) = c, -s, s, c
     return R
 
 
@@ -87,7 +138,7 @@ def _rope_oracle(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch
 def _rope_case(rng):
     g = torch_generator(rng)
     lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
-    T, d = rng.randint(1, 6), 2 * rng.randint(2, 6)          # d >= 4: at least two pairs
+    T, d = rng.randint(1, 6), 2 * rng.randint(2, 6)  # d >= 4: at least two pairs
     x = torch.randn(*lead, T, d, generator=g)
     start = rng.randint(1, 50)
     positions = torch.arange(start, start + T)
@@ -99,36 +150,70 @@ def _rope_call(x, positions, base=None):
     return f"apply_rope(x {tuple(x.shape)}, positions {positions.tolist()}{b})"
 
 
-@rope_exercise.check(points=1, hint="position 0 is the identity rotation: apply_rope must return x unchanged there")
+@rope_exercise.check(
+    points=1,
+    hint="position 0 is the identity rotation: apply_rope must return x unchanged there",
+)
 def position_zero_is_identity(student, rng):
     x, _ = _rope_case(rng)
     positions = torch.zeros(x.shape[-2], dtype=torch.long)
-    expect_tensor_close(student.apply_rope(x, positions), x, _rope_call(x, positions))
+    expect_values(student.apply_rope(x, positions), x, _rope_call(x, positions))
 
 
-@rope_exercise.check(points=3, hint="pair i is coordinates (2i, 2i+1); its angle is position * base**(-2i/d); "
-                     "new pair = (x0 cos - x1 sin, x0 sin + x1 cos)")
+@rope_exercise.check(
+    points=3,
+    hint="pair i is coordinates (2i, 2i+1); its angle is position * base**(-2i/d); "
+    "new pair = (x0 cos - x1 sin, x0 sin + x1 cos)",
+)
 def equals_rotation_matrix(student, rng):
     x, positions = _rope_case(rng)
-    expect_tensor_close(student.apply_rope(x, positions), _rope_oracle(x, positions, 10000.0), _rope_call(x, positions))
+    want = _rope_oracle(x, positions, 10000.0)
+    perm = (
+        torch.arange(x.shape[-1]).view(2, -1).T.reshape(-1)
+    )  # 0, d/2, 1, d/2 + 1, ...
+    half = torch.empty_like(want)
+    half[..., perm] = _rope_oracle(x[..., perm], positions, 10000.0)
+    mistakes = {
+        "you paired coordinate i with i + d/2 (the half-split layout): pair i is coordinates (2i, 2i+1)": half,
+        "you rotated by -angle: the new pair is (x0 cos - x1 sin, x0 sin + x1 cos)": _rope_oracle(
+            x, -positions, 10000.0
+        ),
+    }
+    expect_values(
+        student.apply_rope(x, positions),
+        want,
+        _rope_call(x, positions),
+        mistakes=mistakes,
+    )
 
 
-@rope_exercise.check(points=1, hint="use the `base` argument in the frequencies theta_i = base**(-2i/d)")
+@rope_exercise.check(
+    points=1, hint="use the `base` argument in the frequencies theta_i = base**(-2i/d)"
+)
 def uses_the_base(student, rng):
     x, positions = _rope_case(rng)
     base = rng.choice([100.0, 500000.0])
-    expect_tensor_close(student.apply_rope(x, positions, base), _rope_oracle(x, positions, base),
-                  _rope_call(x, positions, base))
+    expect_values(
+        student.apply_rope(x, positions, base),
+        _rope_oracle(x, positions, base),
+        _rope_call(x, positions, base),
+    )
 
 
-@rope_exercise.check(points=1, hint="rotating q by position i and k by position j must make q.k depend only on j - i; "
-                     "rotate each token by ITS OWN position")
+@rope_exercise.check(
+    points=1,
+    hint="rotating q by position i and k by position j must make q.k depend only on j - i; "
+    "rotate each token by ITS OWN position",
+)
 def scores_depend_on_relative_position(student, rng):
     g = torch_generator(rng)
     d = 2 * rng.randint(2, 6)
-    q, k = torch.randn(1, d, generator=g, dtype=torch.float64), torch.randn(1, d, generator=g, dtype=torch.float64)
+    q, k = (
+        torch.randn(1, d, generator=g, dtype=torch.float64),
+        torch.randn(1, d, generator=g, dtype=torch.float64),
+    )
     i, shift = rng.randint(0, 30), rng.randint(1, 100)
-    j = i + rng.randint(1, 30)                                   # j != i: R_(j-i) is not the identity
+    j = i + rng.randint(1, 30)  # j != i: R_(j-i) is not the identity
 
     def score(a, b):
         qa = student.apply_rope(q, torch.tensor([a]))
@@ -137,8 +222,10 @@ def scores_depend_on_relative_position(student, rng):
             raise CheckFailed("apply_rope must return a torch.Tensor")
         return float((qa.double() * kb.double()).sum())
 
-    want = float(q[0] @ _rotation(j - i, d, 10000.0) @ k[0])     # q^T R_{j-i} k
+    want = float(q[0] @ _rotation(j - i, d, 10000.0) @ k[0])  # q^T R_{j-i} k
     for a, b in ((i, j), (i + shift, j + shift)):
         got = score(a, b)
-        expect(abs(got - want) <= 1e-6 * max(1.0, abs(want)),
-               f"score of q at position {a} and k at position {b} is {got:.6f}, expected q^T R_(j-i) k = {want:.6f}")
+        expect(
+            abs(got - want) <= 1e-6 * max(1.0, abs(want)),
+            f"score of q at position {a} and k at position {b} is {got:.6f}, expected q^T R_(j-i) k = {want:.6f}",
+        )

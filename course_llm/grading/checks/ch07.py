@@ -5,11 +5,20 @@
 # %% ../../../nbs/grading/checks/ch07.ipynb #0ac0f85b
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 
 from ...gpt import causal_lm_loss as _package_loss
-from ..core import CheckFailed, Exercise, expect, expect_close, expect_tensor_close, register, torch_generator
+from .show import expect_number, expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 from ...layers import TransformerBlock, TransformerConfig
 
 # %% auto #0
@@ -18,20 +27,37 @@ __all__ = ['loss_exercise', 'block_exercise', 'values', 'shift', 'ignored_target
            'wide_heads', 'gelu_tanh']
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #446f2c8e
-loss_exercise = register(Exercise(
-    "07_causal_lm_loss", ["causal_lm_loss"], title="The causal LM loss from unshifted labels",
-    forbidden=("course_llm.gpt.causal_lm_loss", "torch.nn.functional.cross_entropy",
-               "torch.nn.functional.nll_loss", "torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss")))
+loss_exercise = register(
+    Exercise(
+        "07_causal_lm_loss",
+        ["causal_lm_loss"],
+        title="The causal LM loss from unshifted labels",
+        forbidden=(
+            "course_llm.gpt.causal_lm_loss",
+            "torch.nn.functional.cross_entropy",
+            "torch.nn.functional.nll_loss",
+            "torch.nn.CrossEntropyLoss",
+            "torch.nn.NLLLoss",
+        ),
+    )
+)
 
 
-def _loss_oracle(logits: torch.Tensor, tokens: torch.Tensor, ignore_index: int = -100) -> float:
+def _loss_oracle(
+    logits: torch.Tensor, tokens: torch.Tensor, ignore_index: int = -100
+) -> float:
     """F.cross_entropy on the shifted logits (float64), checked against course_llm.gpt.causal_lm_loss."""
     V = logits.shape[-1]
-    want = F.cross_entropy(logits[:, :-1].reshape(-1, V).double(), tokens[:, 1:].reshape(-1),
-                           ignore_index=ignore_index).item()
+    want = F.cross_entropy(
+        logits[:, :-1].reshape(-1, V).double(),
+        tokens[:, 1:].reshape(-1),
+        ignore_index=ignore_index,
+    ).item()
     other = _package_loss(logits, tokens, ignore_index).item()
     if not abs(other - want) <= 1e-5 * max(1.0, abs(want)):
-        raise RuntimeError(f"check error: the two oracles disagree ({want} vs {other}); tell the course authors")
+        raise RuntimeError(
+            f"check error: the two oracles disagree ({want} vs {other}); tell the course authors"
+        )
     return want
 
 
@@ -46,13 +72,41 @@ def _loss_case(rng, T_min=2):
 
 def _loss_call(logits, tokens, ignore_index=None):
     extra = "" if ignore_index is None else f", ignore_index={ignore_index}"
-    return f"causal_lm_loss(logits {tuple(logits.shape)}, tokens {tokens.tolist()}{extra})"
+    return (
+        f"causal_lm_loss(logits {tuple(logits.shape)}, tokens {tokens.tolist()}{extra})"
+    )
 
 
 def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
     args = (logits, tokens) if ignore_index is None else (logits, tokens, ignore_index)
     want = _loss_oracle(*args) if want is None else want
-    expect_close(student.causal_lm_loss(*args), want, _loss_call(*args[:2], ignore_index), rel=1e-5, abs_=1e-5)
+    expect_number(
+        student.causal_lm_loss(*args),
+        want,
+        _loss_call(*args[:2], ignore_index),
+        rel=1e-5,
+        abs_=1e-5,
+        mistakes=_loss_mistakes(
+            logits, tokens, -100 if ignore_index is None else ignore_index
+        ),
+    )
+
+
+def _loss_mistakes(logits, tokens, ignore_index) -> dict:
+    """What two known mistakes return: the mask taken from the inputs, and the mean over all B*(T-1) targets."""
+    targets = tokens[:, 1:]
+    logp = logits[:, :-1].double().log_softmax(-1)
+    picked = logp.gather(
+        -1, targets.clamp(0, logits.shape[-1] - 1).unsqueeze(-1)
+    ).squeeze(-1)
+    kept, kept_inputs = targets != ignore_index, tokens[:, :-1] != ignore_index
+    return {
+        "you took the mask from the inputs tokens[:, :-1]: ignore the positions whose TARGET tokens[:, 1:] "
+        "is ignore_index": (-(picked * kept_inputs).sum() / kept_inputs.sum()).item(),
+        "you divided by all B*(T-1) targets: divide by the number of kept targets": (
+            -(picked * kept).sum() / targets.numel()
+        ).item(),
+    }
 
 
 def _ignore_some(rng, tokens, ignore_index):
@@ -62,65 +116,90 @@ def _ignore_some(rng, tokens, ignore_index):
     the inputs tokens[:, :-1] instead of the targets keeps a different set of positions.
     """
     B, T = tokens.shape
-    targets = [(b, t) for b in range(B) for t in range(1, T)]      # T >= 3: at least two per row
+    targets = [
+        (b, t) for b in range(B) for t in range(1, T)
+    ]  # T >= 3: at least two per row
     kept = rng.choice(targets)
     k = rng.randint(1, len(targets) - 1)
     for b, t in rng.sample([p for p in targets if p != kept], k):
         tokens[b, t] = ignore_index
-    for b in range(B):                     # the first token is never a target: ignoring it changes nothing
+    for b in range(B):  # the first token is never a target: ignoring it changes nothing
         if b == kept[0] or rng.random() < 0.5:
             tokens[b, 0] = ignore_index
     return tokens
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #b1f0be6a
-@loss_exercise.check(points=2, hint="log_softmax over the vocabulary, pick the log-probability of each target, "
-                     "average the negatives; position t's logits score token t+1 (logits[:, :-1] vs tokens[:, 1:])")
+@loss_exercise.check(
+    points=2,
+    hint="log_softmax over the vocabulary, pick the log-probability of each target, "
+    "average the negatives; position t's logits score token t+1 (logits[:, :-1] vs tokens[:, 1:])",
+)
 def values(student, rng):
     for _ in range(2):
         logits, tokens = _loss_case(rng)
         _compare_loss(student, logits, tokens)
 
 
-@loss_exercise.check(points=2, hint="shift once: the logits at position t predict tokens[:, t+1], so use "
-                     "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first token is "
-                     "never predicted")
+@loss_exercise.check(
+    points=2,
+    hint="shift once: the logits at position t predict tokens[:, t+1], so use "
+    "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first token is "
+    "never predicted",
+)
 def shift(student, rng):
     g = torch_generator(rng)
     B, T, V = rng.randint(1, 4), rng.randint(3, 9), rng.randint(4, 20)
-    steps = torch.randint(1, V, (B, T), generator=g)                 # consecutive tokens always differ
+    steps = torch.randint(1, V, (B, T), generator=g)  # consecutive tokens always differ
     tokens = steps.cumsum(1) % V
     logits = torch.randn(B, T, V, generator=g) * 0.1
-    logits[:, :-1] += 8.0 * F.one_hot(tokens[:, 1:], V)              # position t is sure about token t+1
+    logits[:, :-1] += 8.0 * F.one_hot(
+        tokens[:, 1:], V
+    )  # position t is sure about token t+1
     want = _loss_oracle(logits, tokens)
     got = student.causal_lm_loss(logits, tokens)
-    expect_close(got, want, _loss_call(logits, tokens) + " (logits at t confidently predict token t+1, so "
-                 "the loss should be small)", rel=1e-5, abs_=1e-5)
+    expect_number(
+        got,
+        want,
+        _loss_call(logits, tokens) + " (logits at t confidently predict token t+1, so "
+        "the loss should be small)",
+        rel=1e-5,
+        abs_=1e-5,
+    )
 
 
-@loss_exercise.check(points=2, hint="targets equal to ignore_index (-100 by default) count neither in the sum "
-                     "nor in the divisor: divide by the number of kept targets, not by B*(T-1); take the mask "
-                     "from tokens[:, 1:] (the targets), not tokens[:, :-1]")
+@loss_exercise.check(
+    points=2,
+    hint="targets equal to ignore_index (-100 by default) count neither in the sum "
+    "nor in the divisor: divide by the number of kept targets, not by B*(T-1); take the mask "
+    "from tokens[:, 1:] (the targets), not tokens[:, :-1]",
+)
 def ignored_targets(student, rng):
-    for _ in range(2):                     # two cases: a wrong mean cannot match both by coincidence
+    for _ in range(2):  # two cases: a wrong mean cannot match both by coincidence
         logits, tokens = _loss_case(rng, T_min=3)
         tokens = _ignore_some(rng, tokens, -100)
         _compare_loss(student, logits, tokens)
 
 
-@loss_exercise.check(points=1, hint="use the `ignore_index` argument, whatever its value: it may be a real "
-                     "vocabulary id such as the padding token")
+@loss_exercise.check(
+    points=1,
+    hint="use the `ignore_index` argument, whatever its value: it may be a real "
+    "vocabulary id such as the padding token",
+)
 def ignore_index_is_a_token_id(student, rng):
     for _ in range(2):
         logits, tokens = _loss_case(rng, T_min=3)
         V = logits.shape[-1]
         pad = rng.randrange(V)
-        tokens[tokens == pad] = (pad + 1) % V                        # the pad id only where we put it
+        tokens[tokens == pad] = (pad + 1) % V  # the pad id only where we put it
         tokens = _ignore_some(rng, tokens, pad)
         _compare_loss(student, logits, tokens, ignore_index=pad)
 
 
-@loss_exercise.check(points=1, hint="with one kept target (b, t) the loss is -log softmax(logits[b, t-1])[tokens[b, t]]: "
-                     "the mean is over kept targets only")
+@loss_exercise.check(
+    points=1,
+    hint="with one kept target (b, t) the loss is -log softmax(logits[b, t-1])[tokens[b, t]]: "
+    "the mean is over kept targets only",
+)
 def all_but_one_ignored(student, rng):
     for _ in range(2):
         logits, tokens = _loss_case(rng, T_min=3)
@@ -129,9 +208,13 @@ def all_but_one_ignored(student, rng):
         target = int(tokens[b, t])
         tokens[:] = -100
         tokens[b, t] = target
-        want = -torch.log_softmax(logits[b, t - 1].double(), -1)[target].item()   # closed form
+        want = -torch.log_softmax(logits[b, t - 1].double(), -1)[
+            target
+        ].item()  # closed form
         if not abs(want - _loss_oracle(logits, tokens)) <= 1e-9:
-            raise RuntimeError("check error: the oracles disagree; tell the course authors")
+            raise RuntimeError(
+                "check error: the oracles disagree; tell the course authors"
+            )
         _compare_loss(student, logits, tokens, want=want)
 
 
@@ -140,12 +223,12 @@ def _hf_case(rng):
     g = torch_generator(rng)
     B, T, V = rng.randint(2, 4), rng.randint(4, 9), rng.randint(3, 20)
     lengths = [rng.randint(2, T) for _ in range(B)]
-    lengths[rng.randrange(B)] = rng.randint(2, T - 1)                # at least one sequence is padded
+    lengths[rng.randrange(B)] = rng.randint(2, T - 1)  # at least one sequence is padded
     input_ids = torch.randint(0, V, (B, T), generator=g)
     attention_mask = (torch.arange(T)[None] < torch.tensor(lengths)[:, None]).long()
     labels = input_ids.masked_fill(attention_mask == 0, -100)
     logits = torch.randn(B, T, V, generator=g) * rng.uniform(1.0, 3.0)
-    total, count = 0.0, 0                                            # a per-sequence loop as third oracle
+    total, count = 0.0, 0  # a per-sequence loop as third oracle
     for i, n in enumerate(lengths):
         logp = torch.log_softmax(logits[i, : n - 1].double(), -1)
         total -= logp[torch.arange(n - 1), input_ids[i, 1:n]].sum().item()
@@ -156,31 +239,43 @@ def _hf_case(rng):
     return logits, labels, want
 
 
-@loss_exercise.check(points=1, hint="Hugging Face labels are input_ids with -100 where attention_mask is 0: "
-                     "pad positions are not targets, and every kept target of every sequence has the same weight")
+@loss_exercise.check(
+    points=1,
+    hint="Hugging Face labels are input_ids with -100 where attention_mask is 0: "
+    "pad positions are not targets, and every kept target of every sequence has the same weight",
+)
 def hf_padded_batch(student, rng):
     for _ in range(2):
         logits, labels, want = _hf_case(rng)
         _compare_loss(student, logits, labels, want=want)
 
 
-@loss_exercise.check(points=1, hint="return the loss as a 0-dimensional tensor computed with torch operations "
-                     "(no .item(), no Python floats), so that loss.backward() reaches the logits")
+@loss_exercise.check(
+    points=1,
+    hint="return the loss as a 0-dimensional tensor computed with torch operations "
+    "(no .item(), no Python floats), so that loss.backward() reaches the logits",
+)
 def gradient(student, rng):
     logits, tokens = _loss_case(rng, T_min=3)
     tokens = _ignore_some(rng, tokens, -100)
     logits = logits.double()
     leaf = logits.clone().requires_grad_(True)
-    F.cross_entropy(leaf[:, :-1].reshape(-1, leaf.shape[-1]), tokens[:, 1:].reshape(-1)).backward()
+    F.cross_entropy(
+        leaf[:, :-1].reshape(-1, leaf.shape[-1]), tokens[:, 1:].reshape(-1)
+    ).backward()
     grad = leaf.grad
     got = student.causal_lm_loss(logits, tokens)
-    expect(isinstance(got, torch.Tensor) and got.dim() == 0,
-           f"{_loss_call(logits, tokens)} returned {type(got).__name__}"
-           f"{' of shape ' + str(tuple(got.shape)) if isinstance(got, torch.Tensor) else ''}; "
-           "return a 0-dimensional tensor, which loss.backward() can start from")
+    expect(
+        isinstance(got, torch.Tensor) and got.dim() == 0,
+        f"{_loss_call(logits, tokens)} returned {type(got).__name__}"
+        f"{' of shape ' + str(tuple(got.shape)) if isinstance(got, torch.Tensor) else ''}; "
+        "return a 0-dimensional tensor, which loss.backward() can start from",
+    )
     # The slope along a unit direction u, by central differences, must be <grad, u>: along the
     # gradient itself (any wrong scale of the loss shows) and along a random direction.
-    random_direction = torch.randn(logits.shape, generator=torch_generator(rng), dtype=torch.float64)
+    random_direction = torch.randn(
+        logits.shape, generator=torch_generator(rng), dtype=torch.float64
+    )
     h = 1e-2
     for name, u in (("the gradient", grad), ("a random direction", random_direction)):
         u = u / u.norm()
@@ -188,24 +283,48 @@ def gradient(student, rng):
         down = student.causal_lm_loss(logits - h * u, tokens)
         slope = (float(up) - float(down)) / (2 * h)
         want = (grad * u).sum().item()
-        expect(abs(slope - want) <= 5e-4 + 1e-3 * abs(want),
-               f"{_loss_call(logits, tokens)}: the slope of your loss along {name} of the true loss (unit "
-               f"length) is {slope:.5f}, the gradient of the true loss gives {want:.5f}")
+        expect(
+            abs(slope - want) <= 5e-4 + 1e-3 * abs(want),
+            f"{_loss_call(logits, tokens)}: the slope of your loss along {name} of the true loss (unit "
+            f"length) is {slope:.5f}, the gradient of the true loss gives {want:.5f}",
+        )
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #6d5cdef3
-block_exercise = register(Exercise(
-    "07_block_forward", ["block_forward"], title="Forward pass of a pre-LN GPT-2 block from its weights",
-    forbidden=("course_llm.layers.TransformerBlock", "course_llm.attention.MultiHeadAttention",
-               "course_llm.gpt.GPT", "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer",
-               "torch.nn.TransformerDecoderLayer", "torch.nn.functional.multi_head_attention_forward")))
+block_exercise = register(
+    Exercise(
+        "07_block_forward",
+        ["block_forward"],
+        title="Forward pass of a pre-LN GPT-2 block from its weights",
+        forbidden=(
+            "course_llm.layers.TransformerBlock",
+            "course_llm.attention.MultiHeadAttention",
+            "course_llm.gpt.GPT",
+            "torch.nn.MultiheadAttention",
+            "torch.nn.TransformerEncoderLayer",
+            "torch.nn.TransformerDecoderLayer",
+            "torch.nn.functional.multi_head_attention_forward",
+        ),
+    )
+)
 
-_WEIGHT_NAMES = {"ln1_weight": "norm1.weight", "ln1_bias": "norm1.bias",
-                 "W_q": "attn.q_proj.weight", "b_q": "attn.q_proj.bias",
-                 "W_k": "attn.k_proj.weight", "b_k": "attn.k_proj.bias",
-                 "W_v": "attn.v_proj.weight", "b_v": "attn.v_proj.bias",
-                 "W_o": "attn.out_proj.weight", "b_o": "attn.out_proj.bias",
-                 "ln2_weight": "norm2.weight", "ln2_bias": "norm2.bias",
-                 "W_1": "ffn.w1.weight", "b_1": "ffn.w1.bias", "W_2": "ffn.w2.weight", "b_2": "ffn.w2.bias"}
+_WEIGHT_NAMES = {
+    "ln1_weight": "norm1.weight",
+    "ln1_bias": "norm1.bias",
+    "W_q": "attn.q_proj.weight",
+    "b_q": "attn.q_proj.bias",
+    "W_k": "attn.k_proj.weight",
+    "b_k": "attn.k_proj.bias",
+    "W_v": "attn.v_proj.weight",
+    "b_v": "attn.v_proj.bias",
+    "W_o": "attn.out_proj.weight",
+    "b_o": "attn.out_proj.bias",
+    "ln2_weight": "norm2.weight",
+    "ln2_bias": "norm2.bias",
+    "W_1": "ffn.w1.weight",
+    "b_1": "ffn.w1.bias",
+    "W_2": "ffn.w2.weight",
+    "b_2": "ffn.w2.bias",
+}
 
 
 def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0):
@@ -215,14 +334,28 @@ def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0
     d_head = d_head or rng.randint(4, 8)
     d = n_head * d_head
     d_ff = rng.randint(d, 4 * d)
-    config = TransformerConfig(d_model=d, n_head=n_head, d_ff=d_ff, activation="gelu_tanh", position="none",
-                               causal=True, pre_norm=True, bias=True, norm_eps=1e-5)
-    with torch.random.fork_rng(devices=[]):                          # the default init must not move torch's RNG
+    config = TransformerConfig(
+        d_model=d,
+        n_head=n_head,
+        d_ff=d_ff,
+        activation="gelu_tanh",
+        position="none",
+        causal=True,
+        pre_norm=True,
+        bias=True,
+        norm_eps=1e-5,
+    )
+    with torch.random.fork_rng(
+        devices=[]
+    ):  # the default init must not move torch's RNG
         block = TransformerBlock(config).eval()
     with torch.no_grad():
         for name, p in block.named_parameters():
             if name.startswith("norm"):
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.3 * torch.randn(p.shape, generator=g))
+                p.copy_(
+                    (1.0 if name.endswith("weight") else 0.0)
+                    + 0.3 * torch.randn(p.shape, generator=g)
+                )
             elif name.endswith("bias"):
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
             else:
@@ -235,7 +368,9 @@ def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0
 def _block_weights(block) -> dict:
     """The block's parameters under the exercise's names (detached copies)."""
     params = dict(block.named_parameters())
-    return {ours: params[theirs].detach().clone() for ours, theirs in _WEIGHT_NAMES.items()}
+    return {
+        ours: params[theirs].detach().clone() for ours, theirs in _WEIGHT_NAMES.items()
+    }
 
 
 def _block_input(rng, block, T=None, B=None):
@@ -243,65 +378,139 @@ def _block_input(rng, block, T=None, B=None):
     B = B or rng.randint(1, 3)
     T = T or rng.randint(2, 7)
     d = block.config.d_model
-    return torch.randn(B, T, d, generator=g) * rng.uniform(1.0, 3.0) + rng.uniform(-1.0, 1.0)
+    return torch.randn(B, T, d, generator=g) * rng.uniform(1.0, 3.0) + rng.uniform(
+        -1.0, 1.0
+    )
 
 
 def _block_call(x, block):
     c = block.config
-    return (f"block_forward(x {tuple(x.shape)}, weights (d_model={c.d_model}, d_ff={c.d_ff}), "
-            f"n_head={c.n_head})")
+    return (
+        f"block_forward(x {tuple(x.shape)}, weights (d_model={c.d_model}, d_ff={c.d_ff}), "
+        f"n_head={c.n_head})"
+    )
 
 
 def _compare_block(student, block, x, atol=2e-3):
     with torch.no_grad():
         want = block(x)
     got = student.block_forward(x, _block_weights(block), block.config.n_head)
-    expect_tensor_close(got, want, _block_call(x, block), atol=atol)
+    try:
+        expect_values(got, want, _block_call(x, block), atol=atol)
+    except (
+        CheckFailed
+    ):  # which known mistake? (built only on failure: checks stay fast)
+        expect_values(
+            got,
+            want,
+            _block_call(x, block),
+            atol=atol,
+            mistakes=_block_mistakes(block, x),
+        )
     return got
 
+
+_BLOCK_MISTAKES = {
+    "you left out the causal mask: query t may only attend to keys 0..t": dict(
+        causal=False
+    ),
+    "you did not scale the scores: divide q.k by sqrt(d_head)": dict(
+        attention_scale=1.0
+    ),
+    "you divided the scores by sqrt(d_model): divide by sqrt(d_head), the width of one head": dict(
+        attention_scale="d_model"
+    ),
+    "you normalised after the residual additions (post-LN): GPT-2 is pre-LN, h = x + attn(LN1(x))": dict(
+        pre_norm=False
+    ),
+    "you used the exact GELU: GPT-2 uses the tanh approximation, F.gelu(a, approximate='tanh')": dict(
+        activation="gelu"
+    ),
+}
+
+
+def _block_mistakes(block, x) -> dict:
+    """What each known mistake returns: the same weights in a block whose config has that mistake."""
+    out = {}
+    for description, change in _BLOCK_MISTAKES.items():
+        if change.get("attention_scale") == "d_model":
+            change = dict(attention_scale=block.config.d_model**-0.5)
+        with torch.random.fork_rng(devices=[]):
+            wrong = TransformerBlock(replace(block.config, **change)).eval()
+        wrong.load_state_dict(block.state_dict())
+        with torch.no_grad():
+            out[description] = wrong(x)
+    return out
+
 # %% ../../../nbs/grading/checks/ch07.ipynb #4e21fab6
-@block_exercise.check(points=3, hint="h = x + attn(LN1(x)); out = h + MLP(LN2(h)); every matrix is applied "
-                      "as t @ W.T + b; head i uses columns i*d_head:(i+1)*d_head of q, k and v")
+@block_exercise.check(
+    points=3,
+    hint="h = x + attn(LN1(x)); out = h + MLP(LN2(h)); every matrix is applied "
+    "as t @ W.T + b; head i uses columns i*d_head:(i+1)*d_head of q, k and v",
+)
 def matches_the_block(student, rng):
     block = _random_block(rng)
     _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 7)))
 
 
-@block_exercise.check(points=2, hint="causal self-attention: query t may only attend to keys 0..t; set the "
-                      "scores of later keys to -inf before the softmax")
+@block_exercise.check(
+    points=2,
+    hint="causal self-attention: query t may only attend to keys 0..t; set the "
+    "scores of later keys to -inf before the softmax",
+)
 def causal(student, rng):
     block = _random_block(rng)
     x = _block_input(rng, block, T=rng.randint(3, 7))
     cut = rng.randint(1, x.shape[1] - 1)
     changed = x.clone()
-    changed[:, cut:] = torch.randn(changed[:, cut:].shape, generator=torch_generator(rng)) * 3.0
+    changed[:, cut:] = (
+        torch.randn(changed[:, cut:].shape, generator=torch_generator(rng)) * 3.0
+    )
     weights, n_head = _block_weights(block), block.config.n_head
     got = student.block_forward(x, weights, n_head)
     got_changed = student.block_forward(changed, weights, n_head)
     for out in (got, got_changed):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
-            raise CheckFailed(f"{_block_call(x, block)} must return a tensor of shape {tuple(x.shape)}")
+            raise CheckFailed(
+                f"{_block_call(x, block)} must return a tensor of shape {tuple(x.shape)}"
+            )
     err = (got[:, :cut] - got_changed[:, :cut]).abs().max().item()
-    expect(err <= 1e-5, f"{_block_call(x, block)}: changing the inputs at positions {cut}.. changed the outputs "
-           f"at positions 0..{cut - 1} by up to {err:.2e}: earlier positions see later ones")
+    expect(
+        err <= 1e-5,
+        f"{_block_call(x, block)}: changing the inputs at positions {cut}.. changed the outputs "
+        f"at positions 0..{cut - 1} by up to {err:.2e}: earlier positions see later ones",
+    )
 
 
-@block_exercise.check(points=1, hint="with one token the attention weight is 1 and the attention output is "
-                      "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + MLP(LN2(h))")
+@block_exercise.check(
+    points=1,
+    hint="with one token the attention weight is 1 and the attention output is "
+    "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + MLP(LN2(h))",
+)
 def single_token(student, rng):
     block = _random_block(rng)
     _compare_block(student, block, _block_input(rng, block, T=1))
 
 
-@block_exercise.check(points=1, hint="divide the scores q.k by sqrt(d_head) (d_head = d_model // n_head), "
-                      "the width of one head, not by sqrt(d_model)")
+@block_exercise.check(
+    points=1,
+    hint="divide the scores q.k by sqrt(d_head) (d_head = d_model // n_head), "
+    "the width of one head, not by sqrt(d_model)",
+)
 def wide_heads(student, rng):
-    block = _random_block(rng, n_head=rng.randint(2, 3), d_head=rng.choice([16, 24, 32]))
+    block = _random_block(
+        rng, n_head=rng.randint(2, 3), d_head=rng.choice([16, 24, 32])
+    )
     _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 6)))
 
 
-@block_exercise.check(points=1, hint="GPT-2's MLP uses the tanh approximation of GELU: "
-                      "0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), i.e. F.gelu(a, approximate='tanh')")
+@block_exercise.check(
+    points=1,
+    hint="GPT-2's MLP uses the tanh approximation of GELU: "
+    "0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), i.e. F.gelu(a, approximate='tanh')",
+)
 def gelu_tanh(student, rng):
-    block = _random_block(rng, hidden_scale=4.0, mlp_scale=40.0)     # pre-activations near +-2.7, amplified
+    block = _random_block(
+        rng, hidden_scale=4.0, mlp_scale=40.0
+    )  # pre-activations near +-2.7, amplified
     _compare_block(student, block, _block_input(rng, block), atol=1e-3)

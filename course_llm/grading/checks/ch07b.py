@@ -5,11 +5,13 @@
 # %% ../../../nbs/grading/checks/ch07b.ipynb #941de7d0
 from __future__ import annotations
 
+import math
 import warnings
 
 import torch
 
-from ..core import Exercise, expect_close, register
+from .show import expect_number
+from ..core import Exercise, register
 from ...train import cosine_schedule as _oracle
 
 # %% auto #0
@@ -17,9 +19,14 @@ __all__ = ['schedule_exercise', 'warmup_ramp', 'peak_at_end_of_warmup', 'cosine_
            'no_warmup', 'matches_torch_schedulers']
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #9d821c18
-schedule_exercise = register(Exercise(
-    "07_cosine_schedule", ["cosine_schedule"], title="Learning rate: linear warm-up then cosine decay",
-    forbidden=("course_llm.train.cosine_schedule",)))
+schedule_exercise = register(
+    Exercise(
+        "07_cosine_schedule",
+        ["cosine_schedule"],
+        title="Learning rate: linear warm-up then cosine decay",
+        forbidden=("course_llm.train.cosine_schedule",),
+    )
+)
 
 
 def _schedule(rng, warmup=None) -> tuple[int, int, float, float]:
@@ -36,31 +43,58 @@ def _compare(student, step, sched, want=None) -> None:
     max_steps, warmup_steps, max_lr, min_lr = sched
     want = _oracle(step, *sched) if want is None else want
     got = student.cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr)
-    expect_close(got, want, f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.6g}, {min_lr:.6g})",
-                 rel=1e-6, abs_=1e-9 * max_lr)
+    mistakes = {}
+    if warmup_steps < step < max_steps:
+        p = (step - warmup_steps) / (max_steps - warmup_steps)
+        wrong_p = (step - warmup_steps) / max_steps
+        mistakes = {
+            "you divided by max_steps: the progress is p = (step - warmup_steps) / (max_steps - warmup_steps)": min_lr
+            + (max_lr - min_lr) * (1 + math.cos(math.pi * wrong_p)) / 2,
+            "you decayed towards 0, not towards min_lr: the rate is min_lr + (max_lr - min_lr) * "
+            "(1 + cos(pi p)) / 2": max_lr * (1 + math.cos(math.pi * p)) / 2,
+        }
+    expect_number(
+        got,
+        want,
+        f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.4g}, {min_lr:.4g})",
+        rel=1e-6,
+        abs_=1e-9 * max_lr,
+        mistakes=mistakes,
+    )
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #40e87749
-@schedule_exercise.check(points=2, hint="during the warm-up (step < warmup_steps) the rate is "
-                         "max_lr * (step + 1) / warmup_steps: steps count from 0, the first step already "
-                         "moves and the last warm-up step reaches max_lr")
+@schedule_exercise.check(
+    points=2,
+    hint="during the warm-up (step < warmup_steps) the rate is "
+    "max_lr * (step + 1) / warmup_steps: steps count from 0, the first step already "
+    "moves and the last warm-up step reaches max_lr",
+)
 def warmup_ramp(student, rng):
     sched = _schedule(rng)
     warmup_steps = sched[1]
-    steps = {0, 1, warmup_steps - 2, warmup_steps - 1} | {rng.randrange(warmup_steps) for _ in range(12)}
+    steps = {0, 1, warmup_steps - 2, warmup_steps - 1} | {
+        rng.randrange(warmup_steps) for _ in range(12)
+    }
     for step in sorted(steps):
         _compare(student, step, sched)
 
 
-@schedule_exercise.check(points=1, hint="the rate is max_lr both at the last warm-up step (warmup_steps - 1) "
-                         "and at the first decay step (warmup_steps), where the cosine starts at its top")
+@schedule_exercise.check(
+    points=1,
+    hint="the rate is max_lr both at the last warm-up step (warmup_steps - 1) "
+    "and at the first decay step (warmup_steps), where the cosine starts at its top",
+)
 def peak_at_end_of_warmup(student, rng):
     sched = _schedule(rng)
     for step in (sched[1] - 1, sched[1]):
         _compare(student, step, sched, want=sched[2])
 
 
-@schedule_exercise.check(points=2, hint="after the warm-up, p = (step - warmup_steps) / (max_steps - "
-                         "warmup_steps) and the rate is min_lr + (max_lr - min_lr) * (1 + cos(pi * p)) / 2")
+@schedule_exercise.check(
+    points=2,
+    hint="after the warm-up, p = (step - warmup_steps) / (max_steps - "
+    "warmup_steps) and the rate is min_lr + (max_lr - min_lr) * (1 + cos(pi * p)) / 2",
+)
 def cosine_decay(student, rng):
     sched = _schedule(rng, warmup=lambda m: rng.randint(max(2, m // 8), m // 2))
     max_steps, warmup_steps = sched[:2]
@@ -68,29 +102,50 @@ def cosine_decay(student, rng):
     steps |= {rng.randint(warmup_steps + 1, max_steps - 1) for _ in range(8)}
     for step in sorted(steps):
         _compare(student, step, sched)
-    if (max_steps - warmup_steps) % 2 == 0:  # halfway through the decay: the mean of the two rates
-        _compare(student, (warmup_steps + max_steps) // 2, sched, want=(sched[2] + sched[3]) / 2)
+    if (
+        max_steps - warmup_steps
+    ) % 2 == 0:  # halfway through the decay: the mean of the two rates
+        _compare(
+            student,
+            (warmup_steps + max_steps) // 2,
+            sched,
+            want=(sched[2] + sched[3]) / 2,
+        )
 
 
-@schedule_exercise.check(points=1, hint="at step == max_steps the decay ends exactly at min_lr "
-                         "(p = 1, cos(pi) = -1): the cosine runs over max_steps - warmup_steps steps")
+@schedule_exercise.check(
+    points=1,
+    hint="at step == max_steps the decay ends exactly at min_lr "
+    "(p = 1, cos(pi) = -1): the cosine runs over max_steps - warmup_steps steps",
+)
 def reaches_min_lr(student, rng):
     sched = _schedule(rng)
     _compare(student, sched[0], sched, want=sched[3])
 
 
-@schedule_exercise.check(points=1, hint="after max_steps the rate stays at min_lr; the cosine must not "
-                         "be continued past p = 1, where it would climb back up")
+@schedule_exercise.check(
+    points=1,
+    hint="after max_steps the rate stays at min_lr; the cosine must not "
+    "be continued past p = 1, where it would climb back up",
+)
 def stays_at_min_lr(student, rng):
     sched = _schedule(rng)
     max_steps, warmup_steps = sched[:2]
     span = max_steps - warmup_steps
-    for step in (max_steps + 1, max_steps + span // 2, max_steps + span, 10 * max_steps + 1):
+    for step in (
+        max_steps + 1,
+        max_steps + span // 2,
+        max_steps + span,
+        10 * max_steps + 1,
+    ):
         _compare(student, step, sched, want=sched[3])
 
 
-@schedule_exercise.check(points=1, hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
-                         "max_lr and the cosine runs over all max_steps steps (never divide by warmup_steps)")
+@schedule_exercise.check(
+    points=1,
+    hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
+    "max_lr and the cosine runs over all max_steps steps (never divide by warmup_steps)",
+)
 def no_warmup(student, rng):
     sched = _schedule(rng, warmup=lambda m: 0)
     max_steps = sched[0]
@@ -99,14 +154,26 @@ def no_warmup(student, rng):
         _compare(student, step, sched)
 
 
-@schedule_exercise.check(points=2, hint="the whole schedule, steps 0..max_steps, must equal torch's "
-                         "LinearLR warm-up followed by CosineAnnealingLR (the other checks say which part "
-                         "differs)")
+@schedule_exercise.check(
+    points=2,
+    hint="the whole schedule, steps 0..max_steps, must equal torch's "
+    "LinearLR warm-up followed by CosineAnnealingLR (the other checks say which part "
+    "differs)",
+)
 def matches_torch_schedulers(student, rng):
     """Torch's scheduler chain, stepped through the whole schedule, at 20 or so of its steps."""
-    max_steps, warmup_steps, max_lr, min_lr = sched = _schedule(rng, warmup=lambda m: rng.randint(2, m // 3))
+    max_steps, warmup_steps, max_lr, min_lr = sched = _schedule(
+        rng, warmup=lambda m: rng.randint(2, m // 3)
+    )
     # every phase and both joins, plus random steps (one call per step: the whole range would be slow)
-    steps = {0, warmup_steps - 1, warmup_steps, warmup_steps + 1, max_steps - 1, max_steps}
+    steps = {
+        0,
+        warmup_steps - 1,
+        warmup_steps,
+        warmup_steps + 1,
+        max_steps - 1,
+        max_steps,
+    }
     steps |= {rng.randint(0, max_steps) for _ in range(14)}
     # the student's rates first: building the first optimizer imports torch._dynamo (about 1 s),
     # which is the grader's time, not the student's
@@ -114,15 +181,29 @@ def matches_torch_schedulers(student, rng):
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=max_lr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        warm = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1 / warmup_steps, end_factor=1.0,
-                                                 total_iters=warmup_steps - 1)
-        cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max_steps - warmup_steps, eta_min=min_lr)
-        chain = torch.optim.lr_scheduler.SequentialLR(opt, [warm, cos], milestones=[warmup_steps])
+        warm = torch.optim.lr_scheduler.LinearLR(
+            opt,
+            start_factor=1 / warmup_steps,
+            end_factor=1.0,
+            total_iters=warmup_steps - 1,
+        )
+        cos = torch.optim.lr_scheduler.CosineAnnealingLR(
+            opt, T_max=max_steps - warmup_steps, eta_min=min_lr
+        )
+        chain = torch.optim.lr_scheduler.SequentialLR(
+            opt, [warm, cos], milestones=[warmup_steps]
+        )
         torch_lrs = []
         for _ in range(max_steps + 1):
             torch_lrs.append(opt.param_groups[0]["lr"])
             opt.step()
             chain.step()
     for step, value in got.items():
-        expect_close(value, torch_lrs[step], f"cosine_schedule({step}, {max_steps}, {warmup_steps}, "
-                     f"{max_lr:.6g}, {min_lr:.6g})", rel=1e-6, abs_=1e-9 * max_lr)
+        expect_number(
+            value,
+            torch_lrs[step],
+            f"cosine_schedule({step}, {max_steps}, {warmup_steps}, "
+            f"{max_lr:.6g}, {min_lr:.6g})",
+            rel=1e-6,
+            abs_=1e-9 * max_lr,
+        )

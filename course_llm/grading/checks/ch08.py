@@ -8,16 +8,40 @@ from __future__ import annotations
 import torch
 
 from ...generate import top_p_filter as _package_top_p
-from ..core import CheckFailed, Exercise, StudentError, expect, register, torch_generator
+from .show import few
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    StudentError,
+    expect,
+    register,
+    torch_generator,
+)
+
+
+def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
+    """Tokens in each row's nucleus by plain Python: add the most likely tokens, in float64, until their
+    mass reaches p (the top token always)."""
+    sizes = []
+    for row in logits.double().softmax(-1).tolist():
+        mass, n = 0.0, 0
+        for q in sorted(row, reverse=True):
+            if n and mass >= p:
+                break
+            mass, n = mass + q, n + 1
+        sizes.append(n)
+    return sizes
 
 
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """course_llm.generate.top_p_filter, checked against transformers' TopPLogitsWarper."""
-    from transformers import TopPLogitsWarper
+    """course_llm.generate.top_p_filter (tested against transformers' TopPLogitsWarper in the test suite),
+    checked here against a brute-force count of each row's nucleus. (Importing transformers inside a check
+    took most of its 10 s time limit on a loaded machine.)"""
     want = _package_top_p(logits, p)
-    other = TopPLogitsWarper(top_p=p)(None, logits.clone())
-    if not torch.equal(want.isinf(), other.isinf()):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+    if p < 1 and (~want.isinf()).sum(-1).tolist() != _brute_sizes(logits, p):
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want
 
 
@@ -44,7 +68,9 @@ def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
     while True:
         b, v = B or rng.randint(1, 4), V or rng.randint(5, 40)
         q = p if p is not None else rng.uniform(0.05, 0.95)
-        logits = torch.randn(b, v, generator=g) * (scale or rng.uniform(0.5, 3.0)) + rng.uniform(-2, 2)
+        logits = torch.randn(b, v, generator=g) * (
+            scale or rng.uniform(0.5, 3.0)
+        ) + rng.uniform(-2, 2)
         if _near_edge(logits, q) or logits.unique().numel() != logits.numel():
             continue
         sizes = _nucleus_sizes(logits, q)
@@ -61,13 +87,19 @@ def _run(student, logits, p):
     got = student.top_p_filter(logits.clone(), p)
     what = _call(logits, p)
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(logits.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(logits.shape)}")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
+    expect(
+        tuple(got.shape) == tuple(logits.shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(logits.shape)}",
+    )
     removed = got.isinf() & (got < 0)
-    expect(bool(torch.equal(got[~removed], logits[~removed])),
-           f"{what}: the kept entries must be the input logits unchanged (do not renormalise), and the "
-           "removed ones -inf")
+    expect(
+        bool(torch.equal(got[~removed], logits[~removed])),
+        f"{what}: the kept entries must be the input logits unchanged (do not renormalise), and the "
+        "removed ones -inf",
+    )
     return got, removed
 
 
@@ -78,17 +110,34 @@ def _compare(student, logits, p, what_extra=""):
     for b in range(logits.shape[0]):
         if not torch.equal(removed[b], want[b]):
             probs = logits[b].double().softmax(-1)
+            kept, nucleus = ~removed[b], ~want[b]
+            n_kept, n_want = int(kept.sum()), int(nucleus.sum())
+            if n_kept == n_want - 1 and bool((kept <= nucleus).all()):
+                why = (
+                    "you removed the token whose probability makes the cumulative sum cross p: keep it "
+                    "(the nucleus is the smallest set of top tokens whose mass reaches p)"
+                )
+            elif n_kept == n_want + 1 and bool((nucleus <= kept).all()):
+                why = "you kept one token past the nucleus: stop at the token that makes the cumulative sum reach p"
+            elif bool((kept <= nucleus).all()) or bool((nucleus <= kept).all()):
+                why = "you kept the wrong number of the most likely tokens"
+            else:
+                why = "you kept tokens that are not the most likely ones: sort by probability, descending"
             raise CheckFailed(
-                f"{_call(logits, p)}{what_extra}: row {b} keeps {int((~removed[b]).sum())} tokens with total "
-                f"probability {probs[~removed[b]].sum().item():.4f}; the nucleus has {int((~want[b]).sum())} "
-                f"tokens with total probability {probs[~want[b]].sum().item():.4f}")
+                f"{_call(logits, p)}{what_extra}: {why}. Row {b} keeps {n_kept} tokens with total "
+                f"probability {probs[kept].sum().item():.4g}; the nucleus has {n_want} "
+                f"tokens with total probability {probs[nucleus].sum().item():.4g}"
+            )
 
 
 def _straddles(logits: torch.Tensor, p: float) -> bool:
     """True if in some row the edge of the nucleus (after two or more tokens) falls inside a group of equal logits."""
     sizes = _nucleus_sizes(logits, p)
     ranked = logits.sort(-1, descending=True).values
-    return any(2 <= m < logits.shape[-1] and ranked[b, m - 1] == ranked[b, m] for b, m in enumerate(sizes))
+    return any(
+        2 <= m < logits.shape[-1] and ranked[b, m - 1] == ranked[b, m]
+        for b, m in enumerate(sizes)
+    )
 
 
 def _compare_with_ties(student, logits, p):
@@ -97,13 +146,27 @@ def _compare_with_ties(student, logits, p):
     got, removed = _run(student, logits, p)
     for b in range(logits.shape[0]):
         n_got, n_want = int((~removed[b]).sum()), int((~want[b]).sum())
-        expect(n_got == n_want, f"{_call(logits, p)} with tied logits {logits[b].tolist()}: row {b} keeps "
-               f"{n_got} tokens, the nucleus has {n_want}")
+        why = (
+            "you kept every token tied with the last one of the nucleus: keep only as many as needed to "
+            "reach p"
+            if n_got > n_want
+            else "you kept too few tokens"
+        )
+        expect(
+            n_got == n_want,
+            f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: {why}; "
+            f"row {b} keeps {n_got} tokens, the nucleus has {n_want}",
+        )
         if removed[b].any():
-            lowest_kept, highest_removed = logits[b][~removed[b]].min(), logits[b][removed[b]].max()
-            expect(bool(lowest_kept >= highest_removed),
-                   f"{_call(logits, p)} with tied logits {logits[b].tolist()}: row {b} removes a token more "
-                   "likely than one it keeps")
+            lowest_kept, highest_removed = (
+                logits[b][~removed[b]].min(),
+                logits[b][removed[b]].max(),
+            )
+            expect(
+                bool(lowest_kept >= highest_removed),
+                f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: row {b} removes a token more "
+                "likely than one it keeps",
+            )
 
 # %% auto #0
 __all__ = ['top_p_exercise', 'beam_step_exercise', 'kv_append_exercise', 'values', 'top_token_kept', 'p_one_keeps_all',
@@ -111,80 +174,133 @@ __all__ = ['top_p_exercise', 'beam_step_exercise', 'kv_append_exercise', 'values
            'first_step', 'returns_prefix', 'writes_in_place', 'decoding_loop', 'overflow_raises']
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #ceb5cb12
-top_p_exercise = register(Exercise(
-    "08_top_p", ["top_p_filter"], title="Top-p (nucleus) filtering of logits",
-    forbidden=("course_llm.generate.top_p_filter", "course_llm.generate.generate",
-               "transformers.TopPLogitsWarper", "transformers.generation.logits_process.TopPLogitsWarper")))
+top_p_exercise = register(
+    Exercise(
+        "08_top_p",
+        ["top_p_filter"],
+        title="Top-p (nucleus) filtering of logits",
+        forbidden=(
+            "course_llm.generate.top_p_filter",
+            "course_llm.generate.generate",
+            "transformers.TopPLogitsWarper",
+            "transformers.generation.logits_process.TopPLogitsWarper",
+        ),
+    )
+)
 
 
-@top_p_exercise.check(points=3, hint="sort each row by probability (softmax of the logits), descending; keep "
-                      "tokens while the probability mass before them is below p: the token that makes the "
-                      "cumulative sum reach p is kept")
+@top_p_exercise.check(
+    points=3,
+    hint="sort each row by probability (softmax of the logits), descending; keep "
+    "tokens while the probability mass before them is below p: the token that makes the "
+    "cumulative sum reach p is kept",
+)
 def values(student, rng):
     for _ in range(3):
         logits, p = _case(rng)
         _compare(student, logits, p)
 
 
-@top_p_exercise.check(points=1, hint="the most likely token is always kept, even when its probability alone "
-                      "exceeds p")
+@top_p_exercise.check(
+    points=1,
+    hint="the most likely token is always kept, even when its probability alone "
+    "exceeds p",
+)
 def top_token_kept(student, rng):
     for _ in range(2):
         logits, _ = _case(rng, scale=4.0, crossing=False)
         top = logits.softmax(-1).max(-1).values.min().item()
-        p = rng.uniform(0.05, 0.9) * top                              # below every row's top probability
-        _compare(student, logits, p, " (p is below the top probability of every row: keep only the top token)")
+        p = rng.uniform(0.05, 0.9) * top  # below every row's top probability
+        _compare(
+            student,
+            logits,
+            p,
+            " (p is below the top probability of every row: keep only the top token)",
+        )
 
 
-@top_p_exercise.check(points=1, hint="with p = 1 every token is kept, but a float cumulative sum from the "
-                      "top may reach 1.0 before the last token: remove the least likely tokens whose mass "
-                      "is <= 1 - p (summing from the bottom) instead")
+@top_p_exercise.check(
+    points=1,
+    hint="with p = 1 every token is kept, but a float cumulative sum from the "
+    "top may reach 1.0 before the last token: remove the least likely tokens whose mass "
+    "is <= 1 - p (summing from the bottom) instead",
+)
 def p_one_keeps_all(student, rng):
     for _ in range(2):
         logits, p = _case(rng, p=1.0, V=rng.randint(20, 200), crossing=False)
         _, removed = _run(student, logits, 1.0)
-        expect(not bool(removed.any()), f"{_call(logits, 1.0)} removed {int(removed.sum())} tokens; p = 1 keeps all")
+        expect(
+            not bool(removed.any()),
+            f"{_call(logits, 1.0)} removed {int(removed.sum())} tokens; p = 1 keeps all",
+        )
 
 
-@top_p_exercise.check(points=1, hint="each row is its own distribution: softmax, sort and cumulative sum "
-                      "along the last dimension only")
+@top_p_exercise.check(
+    points=1,
+    hint="each row is its own distribution: softmax, sort and cumulative sum "
+    "along the last dimension only",
+)
 def rows_independent(student, rng):
     g = torch_generator(rng)
     while True:
         V, p = rng.randint(8, 30), rng.uniform(0.3, 0.8)
-        rows = [torch.randn(V, generator=g) * s + shift for s, shift in ((0.2, 5.0), (4.0, -3.0), (1.0, 0.0))]
-        logits = torch.stack([rows[i] for i in rng.sample(range(3), 3)])   # flat, peaked and plain rows
-        if not _near_edge(logits, p) and logits.unique().numel() == logits.numel() and \
-                max(_nucleus_sizes(logits, p)) >= 2:
+        rows = [
+            torch.randn(V, generator=g) * s + shift
+            for s, shift in ((0.2, 5.0), (4.0, -3.0), (1.0, 0.0))
+        ]
+        logits = torch.stack(
+            [rows[i] for i in rng.sample(range(3), 3)]
+        )  # flat, peaked and plain rows
+        if (
+            not _near_edge(logits, p)
+            and logits.unique().numel() == logits.numel()
+            and max(_nucleus_sizes(logits, p)) >= 2
+        ):
             break
     _compare(student, logits, p, " (rows with very different spreads and offsets)")
 
 
-@top_p_exercise.check(points=1, hint="equal logits: keep as many as needed to reach p, and never remove a "
-                      "token while keeping a less likely one")
+@top_p_exercise.check(
+    points=1,
+    hint="equal logits: keep as many as needed to reach p, and never remove a "
+    "token while keeping a less likely one",
+)
 def ties(student, rng):
     g = torch_generator(rng)
     for _ in range(3):
         while True:
             B, V, p = rng.randint(1, 3), rng.randint(4, 12), rng.uniform(0.1, 0.95)
-            levels = torch.randn(rng.randint(2, 3), generator=g) * 1.5      # few values: many ties
+            levels = (
+                torch.randn(rng.randint(2, 3), generator=g) * 1.5
+            )  # few values: many ties
             logits = levels[torch.randint(0, len(levels), (B, V), generator=g)]
             if not _near_edge(logits, p) and _straddles(logits, p):
                 break
         _compare_with_ties(student, logits, p)
 
 
-@top_p_exercise.check(points=1, hint="return a new tensor (e.g. logits.masked_fill(...), not masked_fill_): "
-                      "the caller's logits must not change")
+@top_p_exercise.check(
+    points=1,
+    hint="return a new tensor (e.g. logits.masked_fill(...), not masked_fill_): "
+    "the caller's logits must not change",
+)
 def input_unchanged(student, rng):
     logits, p = _case(rng, p=rng.uniform(0.2, 0.6), scale=3.0)
     got, removed = _run(student, logits, p)
-    expect(bool(removed.any()), f"{_call(logits, p)} removed nothing; with this p some tokens go")
+    expect(
+        bool(removed.any()),
+        f"{_call(logits, p)} removed nothing; with this p some tokens go",
+    )
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #abf9379b
-beam_step_exercise = register(Exercise(
-    "08_beam_step", ["beam_step"], title="One step of beam search: the k best extensions of k beams",
-    forbidden=("course_llm.generate.beam_search",)))
+beam_step_exercise = register(
+    Exercise(
+        "08_beam_step",
+        ["beam_step"],
+        title="One step of beam search: the k best extensions of k beams",
+        forbidden=("course_llm.generate.beam_search",),
+    )
+)
 
 
 def _gapped(logp, scores, gap=1e-4):
@@ -205,8 +321,12 @@ def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
     while True:
         kk = k or rng.randint(2, 5)
         VV = V or rng.randint(kk + 1, 30)
-        logp = (torch.randn(kk, VV, generator=g) * rng.uniform(0.5, 3.0)).log_softmax(-1)
-        scores = -torch.rand(kk, generator=g) * rng.uniform(0.5, 6.0) - rng.uniform(0, 5)
+        logp = (torch.randn(kk, VV, generator=g) * rng.uniform(0.5, 3.0)).log_softmax(
+            -1
+        )
+        scores = -torch.rand(kk, generator=g) * rng.uniform(0.5, 6.0) - rng.uniform(
+            0, 5
+        )
         if first:
             scores = torch.full((kk,), float("-inf"))
             scores[0] = 0.0
@@ -225,22 +345,33 @@ def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
 
 def _beam_brute(logp, scores, n=None):
     """Every (beam, token) candidate with its total score, best first, by plain Python sorting."""
-    cands = [(float(scores[b]) + float(logp[b, t]), b, t)
-             for b in range(logp.size(0)) for t in range(logp.size(1))]
+    cands = [
+        (float(scores[b]) + float(logp[b, t]), b, t)
+        for b in range(logp.size(0))
+        for t in range(logp.size(1))
+    ]
     cands.sort(key=lambda c: -c[0])
-    return cands[:n or logp.size(0)]
+    return cands[: n or logp.size(0)]
 
 
 def _beam_call(student, logp, scores):
     got = student.beam_step(logp, scores)
     k = logp.size(0)
     what = f"beam_step(logp {tuple(logp.shape)}, scores {tuple(scores.shape)})"
-    if not (isinstance(got, (tuple, list)) and len(got) == 3
-            and all(isinstance(t, torch.Tensor) for t in got)):
-        raise CheckFailed(f"{what} must return three tensors (parent, token, score), got "
-                          f"{type(got).__name__}")
+    if not (
+        isinstance(got, (tuple, list))
+        and len(got) == 3
+        and all(isinstance(t, torch.Tensor) for t in got)
+    ):
+        raise CheckFailed(
+            f"{what} must return three tensors (parent, token, score), got "
+            f"{type(got).__name__}"
+        )
     for name, t in zip(("parent", "token", "score"), got):
-        expect(tuple(t.shape) == (k,), f"{what} returned {name} of shape {tuple(t.shape)}, expected ({k},)")
+        expect(
+            tuple(t.shape) == (k,),
+            f"{what} returned {name} of shape {tuple(t.shape)}, expected ({k},)",
+        )
     parent, token, score = got
     return parent.tolist(), token.tolist(), score.tolist(), what
 
@@ -248,59 +379,123 @@ def _beam_call(student, logp, scores):
 def _compare_beams(student, logp, scores, extra=""):
     parent, token, score, what = _beam_call(student, logp, scores)
     want = _beam_brute(logp, scores)
-    expect(all(abs(s - w[0]) <= 1e-5 * max(1.0, abs(w[0])) for s, w in zip(score, want)),
-           f"{what}{extra}: scores {[round(s, 4) for s in score]}, expected the k best totals "
-           f"scores[b] + logp[b, t] over all beams and tokens, best first: {[round(w[0], 4) for w in want]}")
-    expect([(p, t) for p, t in zip(parent, token)] == [(w[1], w[2]) for w in want],
-           f"{what}{extra}: (parent, token) pairs {list(zip(parent, token))}, expected "
-           f"{[(w[1], w[2]) for w in want]}")
+    pairs = list(zip(parent, token))
+    why = (
+        ""
+        if pairs == [(w[1], w[2]) for w in want]
+        else _beam_mistake(logp, scores, pairs, score)
+    )
+    expect(
+        all(abs(s - w[0]) <= 1e-5 * max(1.0, abs(w[0])) for s, w in zip(score, want)),
+        f"{why}{what}{extra}: scores {few(score)}, expected the k best totals "
+        f"scores[b] + logp[b, t] over all beams and tokens, best first: {few([w[0] for w in want])}",
+    )
+    expect(
+        pairs == [(w[1], w[2]) for w in want],
+        f"{why}{what}{extra}: (parent, token) pairs {pairs}, expected {[(w[1], w[2]) for w in want]}",
+    )
+
+
+def _beam_mistake(logp, scores, pairs, score) -> str:
+    """Which known mistake chose these (parent, token) pairs and `score`s, as the start of a message; else ""."""
+    k = logp.size(0)
+    best = sorted(
+        (
+            (float(scores[b] + logp[b].max()), b, int(logp[b].argmax()))
+            for b in range(k)
+        ),
+        reverse=True,
+    )
+    if pairs == [(b, t) for _, b, t in best] and all(
+        abs(s - w[0]) <= 1e-4 * max(1.0, abs(w[0])) for s, w in zip(score, best)
+    ):
+        return (
+            "you took the best token of each beam: rank all k x V candidates together (one beam may "
+            "supply several). "
+        )
+    if pairs == [(b, t) for _, b, t in _beam_brute(logp, torch.zeros(k))]:
+        return "you ranked the candidates by logp alone: add the beam scores first, scores[:, None] + logp. "
+    return ""
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #89630dc1
-@beam_step_exercise.check(points=3, hint="add scores[:, None] to logp, flatten the (k, V) candidates, take "
-                          "the k largest (torch.topk); parent = index // V, token = index % V")
+@beam_step_exercise.check(
+    points=3,
+    hint="add scores[:, None] to logp, flatten the (k, V) candidates, take "
+    "the k largest (torch.topk); parent = index // V, token = index % V",
+)
 def best_candidates(student, rng):
     for i in range(3):
         _compare_beams(student, *_beam_case(rng, shared=i == 0))
 
 
-@beam_step_exercise.check(points=1, hint="the returned score must be the total log-probability of the new "
-                          "sequence: scores[parent] + logp[parent, token]")
+@beam_step_exercise.check(
+    points=1,
+    hint="the returned score must be the total log-probability of the new "
+    "sequence: scores[parent] + logp[parent, token]",
+)
 def scores_consistent(student, rng):
     logp, scores = _beam_case(rng)
     parent, token, score, what = _beam_call(student, logp, scores)
     for p, t, s in zip(parent, token, score):
-        expect(0 <= p < logp.size(0) and 0 <= t < logp.size(1), f"{what}: index ({p}, {t}) out of range")
+        expect(
+            0 <= p < logp.size(0) and 0 <= t < logp.size(1),
+            f"{what}: index ({p}, {t}) out of range",
+        )
         total = float(scores[p] + logp[p, t])
-        expect(abs(s - total) <= 1e-5 * max(1.0, abs(total)),
-               f"{what}: score {s:.4f} for (parent {p}, token {t}), but scores[{p}] + logp[{p}, {t}] = {total:.4f}")
+        expect(
+            abs(s - total) <= 1e-5 * max(1.0, abs(total)),
+            f"{what}: score {s:.4f} for (parent {p}, token {t}), but scores[{p}] + logp[{p}, {t}] = {total:.4f}",
+        )
 
 
-@beam_step_exercise.check(points=1, hint="the best k extensions can come from the same beam: compare all k x V "
-                          "candidates together, not the best token of each beam")
+@beam_step_exercise.check(
+    points=1,
+    hint="the best k extensions can come from the same beam: compare all k x V "
+    "candidates together, not the best token of each beam",
+)
 def one_beam_dominates(student, rng):
     logp, scores = _beam_case(rng, k=rng.randint(3, 5), lead=True)
     _compare_beams(student, logp, scores, " (one beam far ahead)")
 
 
-@beam_step_exercise.check(points=1, hint="beams with score -inf (copies of the prompt at the first step) must "
-                          "never be chosen while finite candidates remain")
+@beam_step_exercise.check(
+    points=1,
+    hint="beams with score -inf (copies of the prompt at the first step) must "
+    "never be chosen while finite candidates remain",
+)
 def first_step(student, rng):
-    _compare_beams(student, *_beam_case(rng, first=True), " (first step: scores [0, -inf, ...])")
+    _compare_beams(
+        student, *_beam_case(rng, first=True), " (first step: scores [0, -inf, ...])"
+    )
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #7a6bb194
 from ...kv_cache import KVCache as _KVCache
 
-kv_append_exercise = register(Exercise(
-    "08_kv_append", ["kv_append"], title="Append keys and values to a preallocated KV cache, in place",
-    forbidden=("course_llm.generate.KVCache", "course_llm.generate.make_kv_cache",
-               "course_llm.kv_cache.KVCache", "course_llm.kv_cache.make_kv_cache"),
-    mutates=("k_cache", "v_cache")))
+kv_append_exercise = register(
+    Exercise(
+        "08_kv_append",
+        ["kv_append"],
+        title="Append keys and values to a preallocated KV cache, in place",
+        forbidden=(
+            "course_llm.generate.KVCache",
+            "course_llm.generate.make_kv_cache",
+            "course_llm.kv_cache.KVCache",
+            "course_llm.kv_cache.make_kv_cache",
+        ),
+        mutates=("k_cache", "v_cache"),
+    )
+)
 
 
 def _kv_case(rng, length=None, T=None):
     """Random caches (B, H, L_max, d) already holding `length` positions, and T new positions."""
     g = torch_generator(rng)
-    B, H, d, L_max = rng.randint(1, 3), rng.randint(1, 4), rng.choice([2, 4, 8]), rng.randint(6, 12)
+    B, H, d, L_max = (
+        rng.randint(1, 3),
+        rng.randint(1, 4),
+        rng.choice([2, 4, 8]),
+        rng.randint(6, 12),
+    )
     length = rng.randint(1, L_max - 2) if length is None else length
     T = rng.randint(1, L_max - length) if T is None else T
     k_cache, v_cache = (torch.randn(B, H, L_max, d, generator=g) for _ in range(2))
@@ -319,45 +514,68 @@ def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
 def _kv_call(student, k_cache, v_cache, length, k_new, v_new):
     """Call the student (who writes into k_cache, v_cache); check the result's type and shape."""
     got = student.kv_append(k_cache, v_cache, length, k_new, v_new)
-    what = (f"kv_append(k_cache {tuple(k_cache.shape)}, v_cache, length={length}, "
-            f"k_new {tuple(k_new.shape)}, v_new)")
-    if not (isinstance(got, (tuple, list)) and len(got) == 2
-            and all(isinstance(t, torch.Tensor) for t in got)):
-        raise CheckFailed(f"{what} must return a pair of tensors (k, v), got {type(got).__name__}")
+    what = (
+        f"kv_append(k_cache {tuple(k_cache.shape)}, v_cache, length={length}, "
+        f"k_new {tuple(k_new.shape)}, v_new)"
+    )
+    if not (
+        isinstance(got, (tuple, list))
+        and len(got) == 2
+        and all(isinstance(t, torch.Tensor) for t in got)
+    ):
+        raise CheckFailed(
+            f"{what} must return a pair of tensors (k, v), got {type(got).__name__}"
+        )
     want_shape = (*k_cache.shape[:2], length + k_new.size(2), k_cache.size(3))
     for name, t in zip("kv", got):
-        expect(tuple(t.shape) == want_shape, f"{what} returned {name} of shape {tuple(t.shape)}, "
-               f"expected {want_shape} (everything cached so far, up to the new length)")
+        expect(
+            tuple(t.shape) == want_shape,
+            f"{what} returned {name} of shape {tuple(t.shape)}, "
+            f"expected {want_shape} (everything cached so far, up to the new length)",
+        )
     return got, what
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #705cd2d7
-@kv_append_exercise.check(points=2, hint="return k_cache[:, :, :length + T] and the same for v: the old "
-                          "positions followed by the new ones")
+@kv_append_exercise.check(
+    points=2,
+    hint="return k_cache[:, :, :length + T] and the same for v: the old "
+    "positions followed by the new ones",
+)
 def returns_prefix(student, rng):
     for _ in range(3):
         case = _kv_case(rng)
         want = _kv_oracle(*case)
         (k, v), what = _kv_call(student, *[c.clone() for c in case[:2]], *case[2:])
-        expect(torch.equal(k, want[2]) and torch.equal(v, want[3]),
-               f"{what}: the returned keys/values are not the cached positions 0..length-1 followed "
-               "by the new ones")
+        expect(
+            torch.equal(k, want[2]) and torch.equal(v, want[3]),
+            f"{what}: the returned keys/values are not the cached positions 0..length-1 followed "
+            "by the new ones",
+        )
 
 
-@kv_append_exercise.check(points=2, hint="write into the preallocated tensors (k_cache[:, :, length:length + T] "
-                          "= k_new); do not build a new tensor with torch.cat")
+@kv_append_exercise.check(
+    points=2,
+    hint="write into the preallocated tensors (k_cache[:, :, length:length + T] "
+    "= k_new); do not build a new tensor with torch.cat",
+)
 def writes_in_place(student, rng):
     for _ in range(3):
         case = _kv_case(rng)
         want = _kv_oracle(*case)
         k_cache, v_cache = case[0].clone(), case[1].clone()
         _, what = _kv_call(student, k_cache, v_cache, *case[2:])
-        expect(torch.equal(k_cache, want[0]) and torch.equal(v_cache, want[1]),
-               f"{what}: after the call, k_cache and v_cache must hold the new keys/values at positions "
-               f"{case[2]}..{case[2] + case[3].size(2) - 1} and be unchanged everywhere else")
+        expect(
+            torch.equal(k_cache, want[0]) and torch.equal(v_cache, want[1]),
+            f"{what}: after the call, k_cache and v_cache must hold the new keys/values at positions "
+            f"{case[2]}..{case[2] + case[3].size(2) - 1} and be unchanged everywhere else",
+        )
 
 
-@kv_append_exercise.check(points=1, hint="each call appends at the current length; start from an empty "
-                          "cache (length 0) and feed a prompt, then one token at a time")
+@kv_append_exercise.check(
+    points=1,
+    hint="each call appends at the current length; start from an empty "
+    "cache (length 0) and feed a prompt, then one token at a time",
+)
 def decoding_loop(student, rng):
     k_cache, v_cache, _, _, _ = _kv_case(rng, length=1, T=1)
     k_cache.zero_(), v_cache.zero_()
@@ -365,24 +583,37 @@ def decoding_loop(student, rng):
     B, H, L_max, d = k_cache.shape
     ks, vs, length = [], [], 0
     for T in [rng.randint(2, 4)] + [1] * rng.randint(2, L_max - 4):
-        k_new, v_new = torch.randn(B, H, T, d, generator=g), torch.randn(B, H, T, d, generator=g)
+        k_new, v_new = (
+            torch.randn(B, H, T, d, generator=g),
+            torch.randn(B, H, T, d, generator=g),
+        )
         (k, v), what = _kv_call(student, k_cache, v_cache, length, k_new, v_new)
         ks.append(k_new), vs.append(v_new)
         length += T
-        expect(torch.equal(k, torch.cat(ks, 2)) and torch.equal(v, torch.cat(vs, 2)),
-               f"after appending {len(ks)} chunks ({length} positions) from an empty cache, {what} did "
-               "not return all of them in order")
+        expect(
+            torch.equal(k, torch.cat(ks, 2)) and torch.equal(v, torch.cat(vs, 2)),
+            f"after appending {len(ks)} chunks ({length} positions) from an empty cache, {what} did "
+            "not return all of them in order",
+        )
 
 
-@kv_append_exercise.check(points=1, hint="raise ValueError when length + T exceeds the cache's max length "
-                          "(k_cache.size(2)), before writing anything")
+@kv_append_exercise.check(
+    points=1,
+    hint="raise ValueError when length + T exceeds the cache's max length "
+    "(k_cache.size(2)), before writing anything",
+)
 def overflow_raises(student, rng):
     k_cache, v_cache, length, k_new, v_new = _kv_case(rng)
-    length = k_cache.size(2) - k_new.size(2) + 1                  # one position too many
+    length = k_cache.size(2) - k_new.size(2) + 1  # one position too many
     try:
         student.kv_append(k_cache, v_cache, length, k_new, v_new)
     except StudentError as error:
-        expect("ValueError" in str(error), f"kv_append overflowing the cache raised something else: {error}")
+        expect(
+            "ValueError" in str(error),
+            f"kv_append overflowing the cache raised something else: {error}",
+        )
         return
-    raise CheckFailed(f"kv_append with length={length} and {k_new.size(2)} new positions into a cache of "
-                      f"{k_cache.size(2)} returned instead of raising ValueError")
+    raise CheckFailed(
+        f"kv_append with length={length} and {k_new.size(2)} new positions into a cache of "
+        f"{k_cache.size(2)} returned instead of raising ValueError"
+    )

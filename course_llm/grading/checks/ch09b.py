@@ -9,13 +9,29 @@ import math
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
-masking_exercise = register(Exercise(
-    "09_mlm_masking", ["mask_tokens"], title="BERT's 80/10/10 masking for masked language modelling",
-    forbidden=("course_llm.mlm.mask_tokens",)))
+masking_exercise = register(
+    Exercise(
+        "09_mlm_masking",
+        ["mask_tokens"],
+        title="BERT's 80/10/10 masking for masked language modelling",
+        forbidden=("course_llm.mlm.mask_tokens",),
+    )
+)
 
-PAD, CLS, SEP, MASK = 0, 1, 2, 3                       # toy special ids; ordinary tokens are 4 .. vocab_size - 1
+PAD, CLS, SEP, MASK = (
+    0,
+    1,
+    2,
+    3,
+)  # toy special ids; ordinary tokens are 4 .. vocab_size - 1
 SPECIAL = (PAD, CLS, SEP)
 
 
@@ -28,7 +44,7 @@ def _batch(rng, vocab_size, B=64, T=64):
     for r in range(B):
         if rng.random() < 0.3:
             n = rng.randint(1, T // 3)
-            ids[r, T - n:] = PAD
+            ids[r, T - n :] = PAD
     return ids
 
 
@@ -36,21 +52,33 @@ def _call(student, ids, vocab_size, p):
     what = f"mask_tokens(ids {tuple(ids.shape)}, vocab_size={vocab_size}, mask_id={MASK}, special_ids={SPECIAL}, mlm_probability={p})"
     out = student.mask_tokens(ids.clone(), vocab_size, MASK, SPECIAL, mlm_probability=p)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise CheckFailed(f"{what} returned {type(out).__name__}; return a pair (inputs, labels)")
+        raise CheckFailed(
+            f"{what} returned {type(out).__name__}; return a pair (inputs, labels)"
+        )
     x, y = out
     for name, t in (("inputs", x), ("labels", y)):
         if not isinstance(t, torch.Tensor):
-            raise CheckFailed(f"{what} returned {name} as a {type(t).__name__}; return a torch.Tensor")
-        expect(t.shape == ids.shape, f"{what} returned {name} of shape {tuple(t.shape)}, expected {tuple(ids.shape)}")
-        expect(not t.dtype.is_floating_point, f"{what} returned {name} of dtype {t.dtype}; keep integer ids")
+            raise CheckFailed(
+                f"{what} returned {name} as a {type(t).__name__}; return a torch.Tensor"
+            )
+        expect(
+            t.shape == ids.shape,
+            f"{what} returned {name} of shape {tuple(t.shape)}, expected {tuple(ids.shape)}",
+        )
+        expect(
+            not t.dtype.is_floating_point,
+            f"{what} returned {name} of dtype {t.dtype}; keep integer ids",
+        )
     return x.long(), y.long(), what
 
 
-def _within(count, total, p, what, z=5.0):
+def _within(count, total, p, what, z=5.0, why=""):
     sd = math.sqrt(total * p * (1 - p))
-    expect(abs(count - total * p) <= z * sd + 1e-9,
-           f"{what}: {count} of {total} ({count / max(total, 1):.4f}), expected {p:.4f} "
-           f"(allowed +- {z * sd / max(total, 1):.4f})")
+    expect(
+        abs(count - total * p) <= z * sd + 1e-9,
+        f"{what}: {count} of {total} ({count / max(total, 1):.4f}), expected {p:.4f} "
+        f"(allowed +- {z * sd / max(total, 1):.4f}){why}",
+    )
 
 
 def _draw(student, rng, vocab_size, p, calls=8):
@@ -59,7 +87,9 @@ def _draw(student, rng, vocab_size, p, calls=8):
     for _ in range(calls):
         ids = _batch(rng, vocab_size)
         x, y, what = _call(student, ids, vocab_size, p)
-        xs.append(x); ys.append(y); idss.append(ids)
+        xs.append(x)
+        ys.append(y)
+        idss.append(ids)
     return torch.cat(idss), torch.cat(xs), torch.cat(ys), what
 
 # %% auto #0
@@ -67,63 +97,122 @@ __all__ = ['masking_exercise', 'PAD', 'CLS', 'SEP', 'MASK', 'SPECIAL', 'labels_a
            'selection_rate', 'replacement_rates', 'random_tokens_uniform']
 
 # %% ../../../nbs/grading/checks/ch09b.ipynb #68745bfe
-@masking_exercise.check(points=2, hint="labels hold the ORIGINAL id at every selected position and -100 elsewhere; "
-                        "positions that were not selected keep their input id")
+@masking_exercise.check(
+    points=2,
+    hint="labels hold the ORIGINAL id at every selected position and -100 elsewhere; "
+    "positions that were not selected keep their input id",
+)
 def labels_and_unselected(student, rng):
     V = rng.randint(30, 200)
     ids, x, y, what = _draw(student, rng, V, 0.15, calls=2)
     sel = y != -100
     expect(sel.any(), f"{what} selected no token at all")
     bad = sel & (y != ids)
-    expect(not bad.any(), f"{what}: a label differs from the original id at a selected position "
-           f"(label {y[bad][:1].tolist()}, original {ids[bad][:1].tolist()}); take labels from input_ids, not from the corrupted copy")
+    expect(
+        not bad.any(),
+        f"{what}: a label differs from the original id at a selected position "
+        f"(label {y[bad][:1].tolist()}, original {ids[bad][:1].tolist()}); take labels from input_ids, not from the corrupted copy",
+    )
     changed = ~sel & (x != ids)
-    expect(not changed.any(), f"{what}: {int(changed.sum())} unselected positions were changed (label -100 but "
-           "input differs); only selected tokens may be corrupted")
+    expect(
+        not changed.any(),
+        f"{what}: {int(changed.sum())} unselected positions were changed (label -100 but "
+        "input differs); only selected tokens may be corrupted",
+    )
 
 
-@masking_exercise.check(points=1, hint="give special tokens (and padding) a selection probability of 0: never "
-                        "[MASK] them, never replace them, never put a label there")
+@masking_exercise.check(
+    points=1,
+    hint="give special tokens (and padding) a selection probability of 0: never "
+    "[MASK] them, never replace them, never put a label there",
+)
 def specials_never_selected(student, rng):
     V = rng.randint(30, 200)
     ids, x, y, what = _draw(student, rng, V, rng.choice([0.5, 0.9]), calls=2)
     special = torch.isin(ids, torch.tensor(SPECIAL))
-    expect(not (special & (y != -100)).any(), f"{what}: a special token or padding was selected (it has a label)")
-    expect(torch.equal(x[special], ids[special]), f"{what}: a special token or padding was changed")
+    expect(
+        not (special & (y != -100)).any(),
+        f"{what}: a special token or padding was selected (it has a label)",
+    )
+    expect(
+        torch.equal(x[special], ids[special]),
+        f"{what}: a special token or padding was changed",
+    )
 
 
-@masking_exercise.check(points=2, hint="select each ordinary token independently with probability mlm_probability "
-                        "(use the argument, do not hard-code 0.15)")
+@masking_exercise.check(
+    points=2,
+    hint="select each ordinary token independently with probability mlm_probability "
+    "(use the argument, do not hard-code 0.15)",
+)
 def selection_rate(student, rng):
     V = rng.randint(30, 200)
     for p in (0.15, rng.choice([0.3, 0.4, 0.6])):
         ids, x, y, what = _draw(student, rng, V, p)
         ordinary = ~torch.isin(ids, torch.tensor(SPECIAL))
-        _within(int(((y != -100) & ordinary).sum()), int(ordinary.sum()), p,
-                f"{what}: share of ordinary tokens selected")
+        _within(
+            int(((y != -100) & ordinary).sum()),
+            int(ordinary.sum()),
+            p,
+            f"{what}: share of ordinary tokens selected",
+        )
 
 
-@masking_exercise.check(points=2, hint="of the SELECTED tokens: 80% become mask_id, 10% a random id, 10% stay as "
-                        "they are (draw 'random' with probability 0.5 among those not masked, i.e. 0.1 / 0.2)")
+@masking_exercise.check(
+    points=2,
+    hint="of the SELECTED tokens: 80% become mask_id, 10% a random id, 10% stay as "
+    "they are (draw 'random' with probability 0.5 among those not masked, i.e. 0.1 / 0.2)",
+)
 def replacement_rates(student, rng):
     V = rng.randint(30, 200)
     ids, x, y, what = _draw(student, rng, V, 0.3)
     sel = y != -100
     k = int(sel.sum())
-    _within(int((x[sel] == MASK).sum()), k, 0.8, f"{what}: share of selected tokens turned into [MASK]")
-    _within(int(((x != ids) & (x != MASK))[sel].sum()), k, 0.1 * (1 - 1 / V),
-            f"{what}: share of selected tokens replaced by a different random token")
-    _within(int((x == ids)[sel].sum()), k, 0.1 + 0.1 / V, f"{what}: share of selected tokens left unchanged")
+    _within(
+        int((x[sel] == MASK).sum()),
+        k,
+        0.8,
+        f"{what}: share of selected tokens turned into [MASK]",
+    )
+    replaced = int(((x != ids) & (x != MASK))[sel].sum())
+    why = (
+        ""
+        if 0.05 <= replaced / max(k, 1) <= 0.15
+        else "; every selected token that is not masked was replaced: half of them (10% of the selected) must stay "
+        "as they are"
+        if replaced > 0.15 * k
+        else "; too few random replacements: among the selected tokens that are not masked, draw 'random' with "
+        "probability 0.1 / 0.2 = 0.5, not 0.1"
+    )
+    _within(
+        replaced,
+        k,
+        0.1 * (1 - 1 / V),
+        f"{what}: share of selected tokens replaced by a different random token",
+        why=why,
+    )
+    _within(
+        int((x == ids)[sel].sum()),
+        k,
+        0.1 + 0.1 / V,
+        f"{what}: share of selected tokens left unchanged",
+    )
 
 
-@masking_exercise.check(points=1, hint="draw random replacements uniformly from all ids 0 .. vocab_size - 1 "
-                        "(torch.randint(vocab_size, ...) excludes vocab_size itself)")
+@masking_exercise.check(
+    points=1,
+    hint="draw random replacements uniformly from all ids 0 .. vocab_size - 1 "
+    "(torch.randint(vocab_size, ...) excludes vocab_size itself)",
+)
 def random_tokens_uniform(student, rng):
     V = rng.randint(12, 20)
     ids, x, y, what = _draw(student, rng, V, 0.9, calls=10)
     sel = y != -100
     rnd = x[sel & (x != ids) & (x != MASK)]
-    expect(((rnd >= 0) & (rnd < V)).all(), f"{what}: a random replacement is outside [0, {V})")
+    expect(
+        ((rnd >= 0) & (rnd < V)).all(),
+        f"{what}: a random replacement is outside [0, {V})",
+    )
     # a random draw equal to the original or to mask_id is invisible: compare the visible ids
     # to the uniform law on the other ids, position by position (chi-square, p = 1e-4)
     counts = torch.bincount(rnd, minlength=V).double()
@@ -136,6 +225,9 @@ def random_tokens_uniform(student, rng):
     keep = weights > 0
     chi2 = float(((counts[keep] - weights[keep]) ** 2 / weights[keep]).sum())
     dof = int(keep.sum()) - 1
-    limit = dof + 4.0 * math.sqrt(2 * dof) + 8                       # well above the 1e-4 quantile
-    expect(chi2 < limit, f"{what}: random replacements are not uniform over the vocabulary "
-           f"(chi-square {chi2:.0f} with {dof} degrees of freedom); counts per id {counts.long().tolist()}")
+    limit = dof + 4.0 * math.sqrt(2 * dof) + 8  # well above the 1e-4 quantile
+    expect(
+        chi2 < limit,
+        f"{what}: random replacements are not uniform over the vocabulary "
+        f"(chi-square {chi2:.0f} with {dof} degrees of freedom); counts per id {counts.long().tolist()}",
+    )

@@ -9,22 +9,37 @@ import itertools
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['span_qa_exercise', 'start_before_end', 'longest_span', 'allowed_positions', 'batch_of_examples']
 
 # %% ../../../nbs/grading/checks/ch09d.ipynb #3655a4cf
-span_qa_exercise = register(Exercise(
-    "09_span_qa", ["best_span"], title="Best answer span from start/end scores (BERT QA)",
-    forbidden=("course_llm.finetune.best_span",)))
+span_qa_exercise = register(
+    Exercise(
+        "09_span_qa",
+        ["best_span"],
+        title="Best answer span from start/end scores (BERT QA)",
+        forbidden=("course_llm.finetune.best_span",),
+    )
+)
 
 
-def _brute(s, e, max_len, allowed=None):
-    "Best valid (i, j) by trying every pair: the oracle."
+def _brute(s, e, max_len, allowed=None, check_end=True):
+    "Best valid (i, j) by trying every pair: the oracle (with `check_end=False`, a known mistake)."
     best, arg = -float("inf"), None
     for i, j in itertools.product(range(len(s)), repeat=2):
-        if i <= j and j - i + 1 <= max_len and (allowed is None or (allowed[i] and allowed[j])):
+        if (
+            i <= j
+            and j - i + 1 <= max_len
+            and (allowed is None or (allowed[i] and (allowed[j] or not check_end)))
+        ):
             if s[i] + e[j] > best:
                 best, arg = s[i] + e[j], (i, j)
     return arg
@@ -40,24 +55,62 @@ def _as_ints(x, n, what):
         t = torch.as_tensor(x).reshape(-1)
         return [int(v) for v in t.tolist()]
     except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(f"{what} returned {type(x).__name__} values; return integer tensors (or ints)") from None
+        raise CheckFailed(
+            f"{what} returned {type(x).__name__} values; return integer tensors (or ints)"
+        ) from None
 
 
 def _compare(student, s, e, max_len, allowed=None, batched=True):
-    what = (f"best_span(scores of shape {tuple(s.shape if batched else s[0].shape)}, max_len={max_len}"
-            f"{', allowed' if allowed is not None else ''})")
+    what = (
+        f"best_span(scores of shape {tuple(s.shape if batched else s[0].shape)}, max_len={max_len}"
+        f"{', allowed' if allowed is not None else ''})"
+    )
     if batched:
-        got = student.best_span(s.clone(), e.clone(), max_len, None if allowed is None else allowed.clone())
+        got = student.best_span(
+            s.clone(), e.clone(), max_len, None if allowed is None else allowed.clone()
+        )
     else:
-        got = student.best_span(s[0].clone(), e[0].clone(), max_len, None if allowed is None else allowed[0].clone())
-    expect(isinstance(got, (tuple, list)) and len(got) == 2, f"{what} must return a pair (start, end)")
+        got = student.best_span(
+            s[0].clone(),
+            e[0].clone(),
+            max_len,
+            None if allowed is None else allowed[0].clone(),
+        )
+    expect(
+        isinstance(got, (tuple, list)) and len(got) == 2,
+        f"{what} must return a pair (start, end)",
+    )
     B = s.shape[0] if batched else 1
     starts, ends = _as_ints(got[0], B, what), _as_ints(got[1], B, what)
-    expect(len(starts) == len(ends) == B, f"{what} returned {len(starts)} starts and {len(ends)} ends for {B} examples")
+    expect(
+        len(starts) == len(ends) == B,
+        f"{what} returned {len(starts)} starts and {len(ends)} ends for {B} examples",
+    )
     for b in range(B):
-        want = _brute(s[b].tolist(), e[b].tolist(), max_len, None if allowed is None else allowed[b].tolist())
+        want = _brute(
+            s[b].tolist(),
+            e[b].tolist(),
+            max_len,
+            None if allowed is None else allowed[b].tolist(),
+        )
         got_b = (starts[b], ends[b])
-        expect(got_b == want, f"{what}: example {b} got span {got_b}, the best valid span is {want}")
+        why = ""
+        if got_b != want and allowed is not None:
+            args = (s[b].tolist(), e[b].tolist(), max_len)
+            ignored = got_b == _brute(*args)
+            start_only = got_b == _brute(*args, allowed[b].tolist(), check_end=False)
+            if start_only:
+                why = (
+                    "; you checked only the start against `allowed`"
+                    + (" (or ignored it)" if ignored else "")
+                    + ": the end must be an allowed position too"
+                )
+            elif ignored:
+                why = "; you ignored `allowed`: both ends must be allowed positions"
+        expect(
+            got_b == want,
+            f"{what}: example {b} got span {got_b}, the best valid span is {want}{why}",
+        )
 
 # %% ../../../nbs/grading/checks/ch09d.ipynb #f09bd49b
 def _row(rng, T, trap, max_len):
@@ -84,8 +137,8 @@ def _row(rng, T, trap, max_len):
         allowed[-1] = False
         s[:k] += 8
         e[:k] += 8
-        e[-1] += 24                                        # the tail beats any allowed span by a wide margin
-        q = rng.randrange(k, T - 2)                        # inside the passage, best start after best end
+        e[-1] += 24  # the tail beats any allowed span by a wide margin
+        q = rng.randrange(k, T - 2)  # inside the passage, best start after best end
         s[rng.randrange(q + 1, T - 1)] += 8
         e[q] += 8
     return s, e, allowed
@@ -95,29 +148,48 @@ def _single(student, rng, trap, max_len=None, use_allowed=False):
     T = rng.randint(8, 11)
     max_len = T if max_len is None else max_len
     s, e, allowed = _row(rng, T, trap, max_len)
-    _compare(student, s[None], e[None], max_len, allowed[None] if use_allowed else None, batched=False)
+    _compare(
+        student,
+        s[None],
+        e[None],
+        max_len,
+        allowed[None] if use_allowed else None,
+        batched=False,
+    )
 
 
-@span_qa_exercise.check(points=2, hint="the start and the end are chosen together: maximise s[i] + e[j] over pairs "
-                        "with i <= j, not argmax(s) and argmax(e) separately")
+@span_qa_exercise.check(
+    points=2,
+    hint="the start and the end are chosen together: maximise s[i] + e[j] over pairs "
+    "with i <= j, not argmax(s) and argmax(e) separately",
+)
 def start_before_end(student, rng):
     _single(student, rng, "order")
 
 
-@span_qa_exercise.check(points=1, hint="a span (i, j) has j - i + 1 tokens; with max_len=1 only i == j is allowed")
+@span_qa_exercise.check(
+    points=1,
+    hint="a span (i, j) has j - i + 1 tokens; with max_len=1 only i == j is allowed",
+)
 def longest_span(student, rng):
     for max_len in (1, 2, 3):
         _single(student, rng, "length", max_len=max_len)
 
 
-@span_qa_exercise.check(points=1, hint="both ends must be allowed positions: mask out (i, j) when allowed[i] or "
-                        "allowed[j] is False")
+@span_qa_exercise.check(
+    points=1,
+    hint="both ends must be allowed positions: mask out (i, j) when allowed[i] or "
+    "allowed[j] is False",
+)
 def allowed_positions(student, rng):
     _single(student, rng, "allowed", use_allowed=True)
 
 
-@span_qa_exercise.check(points=1, hint="for (B, T) inputs return two (B,) tensors, one span per row; build the "
-                        "(B, T, T) table s[:, :, None] + e[:, None, :]")
+@span_qa_exercise.check(
+    points=1,
+    hint="for (B, T) inputs return two (B,) tensors, one span per row; build the "
+    "(B, T, T) table s[:, :, None] + e[:, None, :]",
+)
 def batch_of_examples(student, rng):
     T, max_len = rng.randint(8, 11), rng.randint(2, 3)
     traps = ["order", "length", "allowed", "none"]

@@ -11,16 +11,33 @@ import torch
 import torch.nn.functional as F
 
 from ...attention import MultiHeadAttention
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 from ...objectives import span_corruption as _package_span_corruption
 from ...t5 import cross_attention as _package_cross_attention
 
-WORDS = "the a cat dog sat on mat and ran fast red big it was".split()   # few words: tokens repeat
+WORDS = (
+    "the a cat dog sat on mat and ran fast red big it was".split()
+)  # few words: tokens repeat
 
-span_exercise = register(Exercise(
-    "10_span_corruption", ["span_corruption"], title="T5 span corruption with sentinels",
-    forbidden=("course_llm.objectives.span_corruption", "course_llm.objectives.iid_span_replace",
-               "course_llm.objectives.random_spans")))
+span_exercise = register(
+    Exercise(
+        "10_span_corruption",
+        ["span_corruption"],
+        title="T5 span corruption with sentinels",
+        forbidden=(
+            "course_llm.objectives.span_corruption",
+            "course_llm.objectives.iid_span_replace",
+            "course_llm.objectives.random_spans",
+        ),
+    )
+)
 
 
 def _sentinel(k):
@@ -44,7 +61,9 @@ def _span_oracle(tokens, mask):
     targets.append(_sentinel(k))
     other = _package_span_corruption(list(tokens), list(mask))
     if (inputs, targets) != (list(other[0]), list(other[1])):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return inputs, targets
 
 
@@ -71,7 +90,9 @@ def _compare_spans(student, tokens, mask, note=""):
         got_inputs, got_targets = got
         got = (list(got_inputs), list(got_targets))
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what} returned {type(got).__name__}; return a pair (inputs, targets) of lists") from None
+        raise CheckFailed(
+            f"{what} returned {type(got).__name__}; return a pair (inputs, targets) of lists"
+        ) from None
     expect(got[0] == want[0], f"{what}: inputs {got[0]}, expected {want[0]}")
     expect(got[1] == want[1], f"{what}: targets {got[1]}, expected {want[1]}")
 
@@ -80,13 +101,16 @@ __all__ = ['WORDS', 'span_exercise', 'cross_exercise', 'random_masks', 'adjacent
            'single_head', 'multi_head', 'unscaled', 'encoder_padding', 'not_causal']
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #8344fc10
-@span_exercise.check(points=3, hint="walk the tokens once: a masked token right after an unmasked one (or at "
-                     "the start) opens a new span, written as <extra_id_k> in the inputs and as <extra_id_k> "
-                     "followed by the span's tokens in the targets; k counts spans from 0; the targets end with "
-                     "one more sentinel")
+@span_exercise.check(
+    points=3,
+    hint="walk the tokens once: a masked token right after an unmasked one (or at "
+    "the start) opens a new span, written as <extra_id_k> in the inputs and as <extra_id_k> "
+    "followed by the span's tokens in the targets; k counts spans from 0; the targets end with "
+    "one more sentinel",
+)
 def random_masks(student, rng):
     for _ in range(3):
-        while True:                         # i.i.d. noise, with spans inside the sequence, one of them long
+        while True:  # i.i.d. noise, with spans inside the sequence, one of them long
             n, rate = rng.randint(8, 20), rng.uniform(0.2, 0.5)
             mask = [rng.random() < rate for _ in range(n)]
             runs = [len(list(r)) for noise, r in groupby(mask) if noise]
@@ -95,49 +119,77 @@ def random_masks(student, rng):
         _compare_spans(student, [rng.choice(WORDS) for _ in range(n)], mask)
 
 
-@span_exercise.check(points=2, hint="adjacent masked tokens form ONE span: they share one sentinel in the "
-                     "inputs, and the targets list all of them after that sentinel")
+@span_exercise.check(
+    points=2,
+    hint="adjacent masked tokens form ONE span: they share one sentinel in the "
+    "inputs, and the targets list all of them after that sentinel",
+)
 def adjacent_merge(student, rng):
-    tokens, mask = _from_runs(rng, [rng.randint(2, 4) for _ in range(rng.randint(1, 3))], True, True)
+    tokens, mask = _from_runs(
+        rng, [rng.randint(2, 4) for _ in range(rng.randint(1, 3))], True, True
+    )
     _compare_spans(student, tokens, mask, note=" (spans of several tokens)")
 
 
-@span_exercise.check(points=2, hint="a span may start at the first token (there is no previous token to look "
-                     "at: noise_mask[-1] is the LAST token in Python) and may end at the last token (write it "
-                     "before the final sentinel)")
+@span_exercise.check(
+    points=2,
+    hint="a span may start at the first token (there is no previous token to look "
+    "at: noise_mask[-1] is the LAST token in Python) and may end at the last token (write it "
+    "before the final sentinel)",
+)
 def mask_at_edges(student, rng):
     for lead, trail in ((False, True), (True, False), (False, False)):
-        spans = [1] * rng.randint(1, 3)        # single-token spans: this check is about the edges only
+        spans = [1] * rng.randint(
+            1, 3
+        )  # single-token spans: this check is about the edges only
         tokens, mask = _from_runs(rng, spans, lead, trail)
         _compare_spans(student, tokens, mask, note=" (a span at the start or the end)")
 
 
-@span_exercise.check(points=1, hint="without noise the inputs are the tokens unchanged and the targets are the "
-                     "final sentinel alone, ['<extra_id_0>'] (T5 still ends the targets with it)")
+@span_exercise.check(
+    points=1,
+    hint="without noise the inputs are the tokens unchanged and the targets are the "
+    "final sentinel alone, ['<extra_id_0>'] (T5 still ends the targets with it)",
+)
 def no_noise(student, rng):
     tokens = [rng.choice(WORDS) for _ in range(rng.randint(1, 8))]
     _compare_spans(student, tokens, [False] * len(tokens), note=" (no noise)")
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #b715e6af
-cross_exercise = register(Exercise(
-    "10_cross_attention", ["cross_attention"], title="Multi-head cross-attention as in T5 (unscaled scores)",
-    forbidden=("course_llm.t5.cross_attention", "course_llm.attention.MultiHeadAttention",
-               "course_llm.attention.scaled_dot_product_attention", "course_llm.attention.explicit_attention",
-               "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
-               "torch.nn.functional.multi_head_attention_forward")))
+cross_exercise = register(
+    Exercise(
+        "10_cross_attention",
+        ["cross_attention"],
+        title="Multi-head cross-attention as in T5 (unscaled scores)",
+        forbidden=(
+            "course_llm.t5.cross_attention",
+            "course_llm.attention.MultiHeadAttention",
+            "course_llm.attention.scaled_dot_product_attention",
+            "course_llm.attention.explicit_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
+            "torch.nn.MultiheadAttention",
+            "torch.nn.functional.multi_head_attention_forward",
+        ),
+    )
+)
 
 
 def _cross_case(rng, n_heads, d_kv, T, S, B=None):
     """Decoder states x (B, T, d_model), encoder states z (B, S, d_model) and T5-style weights."""
     g = torch_generator(rng)
     B = B or rng.randint(1, 3)
-    d_model, inner = rng.randint(4, 24), n_heads * d_kv     # inner width need not equal d_model, as in T5
+    d_model, inner = (
+        rng.randint(4, 24),
+        n_heads * d_kv,
+    )  # inner width need not equal d_model, as in T5
     x = torch.randn(B, T, d_model, generator=g)
     z = torch.randn(B, S, d_model, generator=g)
-    w = {"w_q": torch.randn(inner, d_model, generator=g) / d_model ** 0.5,
-         "w_k": torch.randn(inner, d_model, generator=g) / d_model ** 0.5,
-         "w_v": torch.randn(inner, d_model, generator=g) / d_model ** 0.5,
-         "w_o": torch.randn(d_model, inner, generator=g) / inner ** 0.5}
+    w = {
+        "w_q": torch.randn(inner, d_model, generator=g) / d_model**0.5,
+        "w_k": torch.randn(inner, d_model, generator=g) / d_model**0.5,
+        "w_v": torch.randn(inner, d_model, generator=g) / d_model**0.5,
+        "w_o": torch.randn(d_model, inner, generator=g) / inner**0.5,
+    }
     return x, z, w
 
 
@@ -146,33 +198,58 @@ def _cross_oracle(x, z, w, n_heads, z_mask=None):
     B, T, d_model = x.shape
     S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
 
-    def heads(t, n):                                            # (B, n, H * d_kv) -> (B, H, n, d_kv)
+    def heads(t, n):  # (B, n, H * d_kv) -> (B, H, n, d_kv)
         return t.view(B, n, n_heads, d_kv).transpose(1, 2)
 
     wd = {k: v.double() for k, v in w.items()}
-    q, k, v = heads(x.double() @ wd["w_q"].T, T), heads(z.double() @ wd["w_k"].T, S), heads(z.double() @ wd["w_v"].T, S)
+    q, k, v = (
+        heads(x.double() @ wd["w_q"].T, T),
+        heads(z.double() @ wd["w_k"].T, S),
+        heads(z.double() @ wd["w_v"].T, S),
+    )
     keep = None if z_mask is None else z_mask[:, None, None, :]
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=1.0)
     want = y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ wd["w_o"].T
-    with torch.random.fork_rng(devices=[]):                     # the default init must not move torch's RNG
-        mha = MultiHeadAttention(d_model, n_heads, d_head=d_kv, bias=False, scale=1.0).eval()
+    with torch.random.fork_rng(
+        devices=[]
+    ):  # the default init must not move torch's RNG
+        mha = MultiHeadAttention(
+            d_model, n_heads, d_head=d_kv, bias=False, scale=1.0
+        ).eval()
     with torch.no_grad():
-        for ours, name in (("q_proj", "w_q"), ("k_proj", "w_k"), ("v_proj", "w_v"), ("out_proj", "w_o")):
+        for ours, name in (
+            ("q_proj", "w_q"),
+            ("k_proj", "w_k"),
+            ("v_proj", "w_v"),
+            ("out_proj", "w_o"),
+        ):
             getattr(mha, ours).weight.copy_(w[name])
         other = _package_cross_attention(mha, x, z, keep)
     if not (other.double() - want).abs().max().item() <= 1e-4:
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want
 
 
 def _cross_call(x, z, w, n_heads, z_mask=None):
-    text = (f"cross_attention(x {tuple(x.shape)}, z {tuple(z.shape)}, w_q {tuple(w['w_q'].shape)}, ..., "
-            f"n_heads={n_heads}")
+    text = (
+        f"cross_attention(x {tuple(x.shape)}, z {tuple(z.shape)}, w_q {tuple(w['w_q'].shape)}, ..., "
+        f"n_heads={n_heads}"
+    )
     return text + (f", z_mask {z_mask.int().tolist()})" if z_mask is not None else ")")
 
 
 def _student(student, x, z, w, n_heads, z_mask=None):
-    args = (x.clone(), z.clone(), w["w_q"].clone(), w["w_k"].clone(), w["w_v"].clone(), w["w_o"].clone(), n_heads)
+    args = (
+        x.clone(),
+        z.clone(),
+        w["w_q"].clone(),
+        w["w_k"].clone(),
+        w["w_v"].clone(),
+        w["w_o"].clone(),
+        n_heads,
+    )
     if z_mask is None:
         return student.cross_attention(*args)
     return student.cross_attention(*args, z_mask=z_mask.clone())
@@ -180,45 +257,105 @@ def _student(student, x, z, w, n_heads, z_mask=None):
 
 def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
     x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
-    expect_tensor_close(_student(student, x, z, w, n_heads), _cross_oracle(x, z, w, n_heads),
-                  _cross_call(x, z, w, n_heads) + note, atol=1e-4)
+    expect_values(
+        _student(student, x, z, w, n_heads),
+        _cross_oracle(x, z, w, n_heads),
+        _cross_call(x, z, w, n_heads) + note,
+        atol=1e-4,
+        mistakes=_cross_mistakes(x, z, w, n_heads),
+    )
+
+
+def _cross_mistakes(x, z, w, n_heads):
+    """What two known mistakes return: scores divided by sqrt(d_kv), and a causal mask."""
+    B, T, _ = x.shape
+    S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
+    q, k, v = (
+        (t.double() @ w[name].double().T).view(B, -1, n_heads, d_kv).transpose(1, 2)
+        for t, name in ((x, "w_q"), (z, "w_k"), (z, "w_v"))
+    )
+
+    def attend(**options):
+        y = F.scaled_dot_product_attention(q, k, v, **options)
+        return y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ w["w_o"].double().T
+
+    return {
+        "you divided the scores by sqrt(d_kv): T5 does not scale them": attend(),
+        "you applied a causal mask: the decoder attends to every encoder position (no mask but z_mask)": attend(
+            attn_mask=torch.ones(T, S, dtype=torch.bool).tril(), scale=1.0
+        ),
+    }
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #731bb8f5
-@cross_exercise.check(points=2, hint="Q = x @ w_q.T, K = z @ w_k.T, V = z @ w_v.T; weights = softmax(Q K^T) "
-                      "over the encoder positions (last axis); output = (weights @ V) @ w_o.T")
+@cross_exercise.check(
+    points=2,
+    hint="Q = x @ w_q.T, K = z @ w_k.T, V = z @ w_v.T; weights = softmax(Q K^T) "
+    "over the encoder positions (last axis); output = (weights @ V) @ w_o.T",
+)
 def single_head(student, rng):
     for _ in range(2):
-        _compare_cross(student, 1, rng.randint(2, 8), rng.randint(1, 5), rng.randint(2, 7), rng)
+        _compare_cross(
+            student, 1, rng.randint(2, 8), rng.randint(1, 5), rng.randint(2, 7), rng
+        )
 
 
-@cross_exercise.check(points=2, hint="d_kv = w_q.shape[0] // n_heads; head h uses columns h*d_kv:(h+1)*d_kv of "
-                      "Q, K and V: reshape (B, T, n_heads*d_kv) to (B, T, n_heads, d_kv), then move the head "
-                      "axis before T; to merge, transpose back before reshaping to (B, T, n_heads*d_kv)")
+@cross_exercise.check(
+    points=2,
+    hint="d_kv = w_q.shape[0] // n_heads; head h uses columns h*d_kv:(h+1)*d_kv of "
+    "Q, K and V: reshape (B, T, n_heads*d_kv) to (B, T, n_heads, d_kv), then move the head "
+    "axis before T; to merge, transpose back before reshaping to (B, T, n_heads*d_kv)",
+)
 def multi_head(student, rng):
     for _ in range(2):
-        _compare_cross(student, rng.randint(2, 4), rng.randint(2, 6), rng.randint(2, 5), rng.randint(2, 7), rng,
-                       note=" (several heads)")
+        _compare_cross(
+            student,
+            rng.randint(2, 4),
+            rng.randint(2, 6),
+            rng.randint(2, 5),
+            rng.randint(2, 7),
+            rng,
+            note=" (several heads)",
+        )
 
 
-@cross_exercise.check(points=1, hint="T5 does NOT divide the scores by sqrt(d_kv): the scale is folded into "
-                      "the initialisation of w_q, so the scores are plain Q K^T")
+@cross_exercise.check(
+    points=1,
+    hint="T5 does NOT divide the scores by sqrt(d_kv): the scale is folded into "
+    "the initialisation of w_q, so the scores are plain Q K^T",
+)
 def unscaled(student, rng):
-    _compare_cross(student, 1, rng.choice([16, 32, 64]), rng.randint(2, 5), rng.randint(2, 7), rng,
-                   note=" (wide head)")
+    _compare_cross(
+        student,
+        1,
+        rng.choice([16, 32, 64]),
+        rng.randint(2, 5),
+        rng.randint(2, 7),
+        rng,
+        note=" (wide head)",
+    )
 
 
-@cross_exercise.check(points=2, hint="z_mask (B, S) marks the encoder positions that exist (True) or are padding "
-                      "(False); it masks KEYS: scores[b, :, :, s] = -inf where z_mask[b, s] is False, broadcast "
-                      "over heads and decoder positions (z_mask[:, None, None, :]), never over the queries")
+@cross_exercise.check(
+    points=2,
+    hint="z_mask (B, S) marks the encoder positions that exist (True) or are padding "
+    "(False); it masks KEYS: scores[b, :, :, s] = -inf where z_mask[b, s] is False, broadcast "
+    "over heads and decoder positions (z_mask[:, None, None, :]), never over the queries",
+)
 def encoder_padding(student, rng):
     n_heads = rng.randint(1, 3)
     B, S = rng.randint(2, 4), rng.randint(3, 7)
-    T = rng.choice([t for t in range(1, 7) if t != S])           # T != S: a mask on the wrong axis shows
+    T = rng.choice(
+        [t for t in range(1, 7) if t != S]
+    )  # T != S: a mask on the wrong axis shows
     x, z, w = _cross_case(rng, n_heads, rng.randint(2, 6), T, S, B=B)
     lengths = [rng.randint(1, S) for _ in range(B)]
-    lengths[rng.randrange(B)] = rng.randint(1, S - 1)            # at least one padded row
+    lengths[rng.randrange(B)] = rng.randint(1, S - 1)  # at least one padded row
     z_mask = torch.arange(S)[None] < torch.tensor(lengths)[:, None]
-    z = torch.where(z_mask[..., None], z, 10.0 * torch.randn(z.shape, generator=torch_generator(rng)))  # loud padding
+    z = torch.where(
+        z_mask[..., None],
+        z,
+        10.0 * torch.randn(z.shape, generator=torch_generator(rng)),
+    )  # loud padding
     what = _cross_call(x, z, w, n_heads, z_mask)
     got = _student(student, x, z, w, n_heads, z_mask)
     want = _cross_oracle(x, z, w, n_heads, z_mask)
@@ -228,35 +365,61 @@ def encoder_padding(student, rng):
     # Each row must equal your own result on that row with its padding cut off (and no mask): padding
     # is invisible. Comparing with your own function keeps this check about the mask alone.
     for b, n in enumerate(lengths):
-        alone = _student(student, x[b:b + 1], z[b:b + 1, :n], w, n_heads)
-        if not isinstance(alone, torch.Tensor) or tuple(alone.shape) != (1, T, want.shape[-1]):
-            raise CheckFailed(f"{_cross_call(x[b:b + 1], z[b:b + 1, :n], w, n_heads)} must return a tensor of "
-                              f"shape {(1, T, want.shape[-1])}")
+        alone = _student(student, x[b : b + 1], z[b : b + 1, :n], w, n_heads)
+        if not isinstance(alone, torch.Tensor) or tuple(alone.shape) != (
+            1,
+            T,
+            want.shape[-1],
+        ):
+            raise CheckFailed(
+                f"{_cross_call(x[b : b + 1], z[b : b + 1, :n], w, n_heads)} must return a tensor of "
+                f"shape {(1, T, want.shape[-1])}"
+            )
         err = (got[b].double() - alone[0].double()).abs().max().item()
-        expect(err <= 1e-4, f"{what}: row {b} (length {n}) differs by {err:.2e} from your result on the same row "
-               f"without its {S - n} padding position(s): the padding leaks into the output")
+        expect(
+            err <= 1e-4,
+            f"{what}: row {b} (length {n}) differs by {err:.2e} from your result on the same row "
+            f"without its {S - n} padding position(s): the padding leaks into the output",
+        )
 
 
-@cross_exercise.check(points=1, hint="cross-attention has no causal mask: every decoder position may attend to "
-                      "every (non-padding) encoder position, including ones 'after' it")
+@cross_exercise.check(
+    points=1,
+    hint="cross-attention has no causal mask: every decoder position may attend to "
+    "every (non-padding) encoder position, including ones 'after' it",
+)
 def not_causal(student, rng):
     n_heads, d_kv = rng.randint(1, 3), 2
     T = rng.randint(2, 4)
     S = rng.randint(T + 1, T + 4)
-    for _ in range(20):                                  # inputs where every query visibly reads position S-1
+    for _ in range(20):  # inputs where every query visibly reads position S-1
         x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
         changed = z.clone()
-        changed[:, -1] = 3.0 * torch.randn(changed[:, -1].shape, generator=torch_generator(rng))
-        delta = (_cross_oracle(x, changed, w, n_heads) - _cross_oracle(x, z, w, n_heads)).abs().amax(-1)
+        changed[:, -1] = 3.0 * torch.randn(
+            changed[:, -1].shape, generator=torch_generator(rng)
+        )
+        delta = (
+            (_cross_oracle(x, changed, w, n_heads) - _cross_oracle(x, z, w, n_heads))
+            .abs()
+            .amax(-1)
+        )
         if delta.min().item() > 1e-2:
             break
     else:
         raise RuntimeError("check error: no case found; tell the course authors")
-    got, got_changed = _student(student, x, z, w, n_heads), _student(student, x, changed, w, n_heads)
+    got, got_changed = (
+        _student(student, x, z, w, n_heads),
+        _student(student, x, changed, w, n_heads),
+    )
     for out in (got, got_changed):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
-            raise CheckFailed(f"{_cross_call(x, z, w, n_heads)} must return a tensor of shape {tuple(x.shape)}")
-    moved = (got_changed.double() - got.double()).abs().amax(-1)          # (B, T)
+            raise CheckFailed(
+                f"{_cross_call(x, z, w, n_heads)} must return a tensor of shape {tuple(x.shape)}"
+            )
+    moved = (got_changed.double() - got.double()).abs().amax(-1)  # (B, T)
     b, t = divmod(int(moved.argmin()), T)
-    expect(moved.min().item() > 1e-6, f"{_cross_call(x, z, w, n_heads)}: changing the last encoder position "
-           f"({S - 1}) did not change the output of decoder position {t} (batch row {b}): it cannot see it")
+    expect(
+        moved.min().item() > 1e-6,
+        f"{_cross_call(x, z, w, n_heads)}: changing the last encoder position "
+        f"({S - 1}) did not change the output of decoder position {t} (batch row {b}): it cannot see it",
+    )

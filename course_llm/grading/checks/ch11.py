@@ -14,10 +14,15 @@ from ...rag import bm25_scores as _package_bm25
 def _oracle(query, docs, k1, b, epsilon=0.25):
     """rank_bm25.BM25Okapi scores, checked against course_llm.rag.bm25_scores."""
     from rank_bm25 import BM25Okapi
-    want = [float(s) for s in BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon).get_scores(query)]
+
+    want = [
+        float(s) for s in BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon).get_scores(query)
+    ]
     other = _package_bm25(query, docs, k1, b, epsilon)
     if any(abs(x - y) > 1e-9 for x, y in zip(want, other)):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want
 
 
@@ -29,14 +34,22 @@ def _collection(rng, common=False):
     while True:
         N = rng.randint(4, 10)
         vocab = [f"w{i}" for i in range(rng.randint(N, 3 * N))]
-        docs = [[rng.choice(vocab) for _ in range(rng.randint(2, 12))] for _ in range(N)]
+        docs = [
+            [rng.choice(vocab) for _ in range(rng.randint(2, 12))] for _ in range(N)
+        ]
         if common:
-            for d in rng.sample(docs, N // 2 + 1 + rng.randint(0, (N - 1) // 2 - 0)):  # > N/2 docs share "the"
+            for d in rng.sample(
+                docs, N // 2 + 1 + rng.randint(0, (N - 1) // 2 - 0)
+            ):  # > N/2 docs share "the"
                 d.insert(rng.randrange(len(d) + 1), "the")
         df = {t: sum(t in d for d in docs) for t in {t for d in docs for t in d}}
         avgdl = sum(map(len, docs)) / N
-        rare = sorted(t for t in df if df[t] < N / 2)                  # idf > 0
-        if all(len(d) != avgdl for d in docs) and len(rare) >= 4 and (common or max(df.values()) <= N / 2):
+        rare = sorted(t for t in df if df[t] < N / 2)  # idf > 0
+        if (
+            all(len(d) != avgdl for d in docs)
+            and len(rare) >= 4
+            and (common or max(df.values()) <= N / 2)
+        ):
             return docs, rare
 
 
@@ -58,57 +71,117 @@ def _compare(student, query, docs, k1=1.5, b=0.75, note=""):
     try:
         got = [float(x) for x in got]
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what} returned {type(got).__name__}; return a list of floats, one per document")
-    expect(len(got) == len(docs), f"{what} returned {len(got)} scores for {len(docs)} documents")
+        raise CheckFailed(
+            f"{what} returned {type(got).__name__}; return a list of floats, one per document"
+        )
+    expect(
+        len(got) == len(docs),
+        f"{what} returned {len(got)} scores for {len(docs)} documents",
+    )
     for i, (g, w) in enumerate(zip(got, want)):
         if not math.isfinite(g) or abs(g - w) > 1e-6 + 1e-6 * abs(w):
-            raise CheckFailed(f"{what}: document {i} {docs[i]} scores {g:.6f}, expected {w:.6f}")
+            flat = b > 0 and all(
+                abs(x - y) <= 1e-6 + 1e-6 * abs(y)
+                for x, y in zip(got, _oracle(query, docs, k1, 0.0))
+            )
+            why = (
+                "; these are the scores without length normalisation (b = 0): divide by "
+                "f + k1 (1 - b + b |D| / avgdl)"
+                if flat
+                else ""
+            )
+            raise CheckFailed(
+                f"{what}: document {i} {docs[i]} scores {g:.4g}, expected {w:.4g}{why}"
+            )
 
 # %% auto #0
 __all__ = ['bm25_exercise', 'values', 'k1_and_b', 'repeated_query_terms', 'unseen_query_terms', 'common_terms_floor']
 
 # %% ../../../nbs/grading/checks/ch11.ipynb #aa2cd2fc
-bm25_exercise = register(Exercise(
-    "11_bm25", ["bm25_scores"], title="BM25 scores of a collection for a query",
-    forbidden=("course_llm.rag.bm25_scores", "course_llm.rag.bm25_idf", "course_llm.rag.BM25Retriever",
-               "rank_bm25.BM25Okapi", "rank_bm25.BM25", "rank_bm25.BM25L", "rank_bm25.BM25Plus")))
+bm25_exercise = register(
+    Exercise(
+        "11_bm25",
+        ["bm25_scores"],
+        title="BM25 scores of a collection for a query",
+        forbidden=(
+            "course_llm.rag.bm25_scores",
+            "course_llm.rag.bm25_idf",
+            "course_llm.rag.BM25Retriever",
+            "rank_bm25.BM25Okapi",
+            "rank_bm25.BM25",
+            "rank_bm25.BM25L",
+            "rank_bm25.BM25Plus",
+        ),
+    )
+)
 
 
-@bm25_exercise.check(points=3, hint="idf(q) = ln((N - n_q + 0.5) / (n_q + 0.5)) with n_q the number of documents "
-                     "containing q; each term adds idf * f (k1 + 1) / (f + k1 (1 - b + b |D| / avgdl))")
+@bm25_exercise.check(
+    points=3,
+    hint="idf(q) = ln((N - n_q + 0.5) / (n_q + 0.5)) with n_q the number of documents "
+    "containing q; each term adds idf * f (k1 + 1) / (f + k1 (1 - b + b |D| / avgdl))",
+)
 def values(student, rng):
     for _ in range(3):
         docs, seen = _collection(rng)
         _compare(student, _query(rng, seen), docs)
 
 
-@bm25_exercise.check(points=1, hint="use the k1 and b arguments, not the defaults: k1 saturates the term count, "
-                     "b scales the length normalisation |D| / avgdl")
+@bm25_exercise.check(
+    points=1,
+    hint="use the k1 and b arguments, not the defaults: k1 saturates the term count, "
+    "b scales the length normalisation |D| / avgdl",
+)
 def k1_and_b(student, rng):
     for _ in range(2):
         docs, seen = _collection(rng)
-        _compare(student, _query(rng, seen), docs, k1=rng.uniform(0.2, 3.0), b=rng.uniform(0.3, 1.0))
+        _compare(
+            student,
+            _query(rng, seen),
+            docs,
+            k1=rng.uniform(0.2, 3.0),
+            b=rng.uniform(0.3, 1.0),
+        )
 
 
-@bm25_exercise.check(points=1, hint="loop over the query tokens as given: a term that appears twice in the query "
-                     "adds its contribution twice")
+@bm25_exercise.check(
+    points=1,
+    hint="loop over the query tokens as given: a term that appears twice in the query "
+    "adds its contribution twice",
+)
 def repeated_query_terms(student, rng):
-    docs, seen = _collection(rng)         # every seen term has idf > 0, so the repeat shows
+    docs, seen = _collection(rng)  # every seen term has idf > 0, so the repeat shows
     t = rng.choice(seen)
     q = _query(rng, [s for s in seen if s != t], extra=[t, t])
     _compare(student, q, docs, note=f" (the query repeats {t!r})")
 
 
-@bm25_exercise.check(points=1, visibility="hidden", hint="a query term that is in no document adds 0 (look it up with a default, "
-                     "do not index a dict that lacks it)")
+@bm25_exercise.check(
+    points=1,
+    visibility="hidden",
+    hint="a query term that is in no document adds 0 (look it up with a default, "
+    "do not index a dict that lacks it)",
+)
 def unseen_query_terms(student, rng):
     docs, seen = _collection(rng)
-    _compare(student, _query(rng, seen, extra=["zzz"]), docs, note=" ('zzz' is in no document)")
+    _compare(
+        student,
+        _query(rng, seen, extra=["zzz"]),
+        docs,
+        note=" ('zzz' is in no document)",
+    )
 
 
-@bm25_exercise.check(points=1, hint="a term in more than half of the documents has a negative idf; replace it by "
-                     "0.25 times the mean idf over all terms of the collection (computed before flooring)")
+@bm25_exercise.check(
+    points=1,
+    hint="a term in more than half of the documents has a negative idf; replace it by "
+    "0.25 times the mean idf over all terms of the collection (computed before flooring)",
+)
 def common_terms_floor(student, rng):
     docs, seen = _collection(rng, common=True)
-    _compare(student, _query(rng, [t for t in seen if t != "the"], extra=["the"]), docs,
-             note=" ('the' is in more than half of the documents)")
+    _compare(
+        student,
+        _query(rng, [t for t in seen if t != "the"], extra=["the"]),
+        docs,
+        note=" ('the' is in more than half of the documents)",
+    )

@@ -10,14 +10,30 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, expect_close, register, torch_generator
-from ...rlhf import bradley_terry_loss as _package_bt, dpo_loss as _package_dpo, gae as _package_gae
+from .show import expect_number, expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
+from course_llm.rlhf import (
+    bradley_terry_loss as _package_bt,
+    dpo_loss as _package_dpo,
+    gae as _package_gae,
+)
 
 
 def _tensor_result(got, shape, what):
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(shape), f"{what} returned shape {tuple(got.shape)}, expected {tuple(shape)}")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
+    expect(
+        tuple(got.shape) == tuple(shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(shape)}",
+    )
     return got
 
 # %% auto #0
@@ -25,27 +41,45 @@ __all__ = ['bt_exercise', 'gae_exercise', 'dpo_exercise', 'values', 'batch_mean'
            'lambda_limits', 'padding', 'policy_equals_reference', 'beta_inside']
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #c564bff4
-bt_exercise = register(Exercise(
-    "13_bradley_terry", ["bradley_terry_loss"], title="The Bradley-Terry loss of a reward model",
-    forbidden=("course_llm.rlhf.bradley_terry_loss", "course_llm.rlhf.dpo_loss")))
+bt_exercise = register(
+    Exercise(
+        "13_bradley_terry",
+        ["bradley_terry_loss"],
+        title="The Bradley-Terry loss of a reward model",
+        forbidden=("course_llm.rlhf.bradley_terry_loss", "course_llm.rlhf.dpo_loss"),
+    )
+)
 
 
 def _bt_oracle(a, b):
     want = _package_bt(a, b)
-    other = F.binary_cross_entropy_with_logits((a - b).double(), torch.ones_like(a, dtype=torch.float64))
+    other = F.binary_cross_entropy_with_logits(
+        (a - b).double(), torch.ones_like(a, dtype=torch.float64)
+    )
     if not math.isclose(want.item(), other.item(), rel_tol=1e-5, abs_tol=1e-6):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want.item()
 
 
 def _bt_compare(student, a, b, note=""):
     what = f"bradley_terry_loss(r_chosen {tuple(a.shape)}, r_rejected {tuple(b.shape)}){note}"
     got = student.bradley_terry_loss(a.clone(), b.clone())
-    expect_close(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5)
+    mistakes = {
+        "you summed over the batch: take the mean": _bt_oracle(a, b) * len(a),
+        "you swapped the arguments: the loss is -log(sigmoid(r_chosen - r_rejected))": _bt_oracle(
+            b, a
+        ),
+    }
+    expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5, mistakes=mistakes)
 
 
-@bt_exercise.check(points=3, hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
-                   "the batch; the chosen response's reward comes first")
+@bt_exercise.check(
+    points=3,
+    hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
+    "the batch; the chosen response's reward comes first",
+)
 def values(student, rng):
     g = torch_generator(rng)
     for _ in range(3):
@@ -54,28 +88,44 @@ def values(student, rng):
         _bt_compare(student, a, b)
 
 
-@bt_exercise.check(points=1, hint="the mean over the batch, not the sum: the loss must not grow with the number "
-                   "of comparisons")
+@bt_exercise.check(
+    points=1,
+    hint="the mean over the batch, not the sum: the loss must not grow with the number "
+    "of comparisons",
+)
 def batch_mean(student, rng):
     g = torch_generator(rng)
     a, b = torch.randn(1, generator=g), torch.randn(1, generator=g)
     n = rng.randint(5, 30)
-    _bt_compare(student, a.repeat(n), b.repeat(n), f" (the same pair repeated {n} times)")
+    _bt_compare(
+        student, a.repeat(n), b.repeat(n), f" (the same pair repeated {n} times)"
+    )
 
 
-@bt_exercise.check(points=1, hint="log(sigmoid(z)) underflows to log(0) = -inf when z is very negative; use "
-                   "F.logsigmoid(z) (or softplus(-z) = log(1 + exp(-z)), computed stably)")
+@bt_exercise.check(
+    points=1,
+    hint="log(sigmoid(z)) underflows to log(0) = -inf when z is very negative; use "
+    "F.logsigmoid(z) (or softplus(-z) = log(1 + exp(-z)), computed stably)",
+)
 def large_margins(student, rng):
     g = torch_generator(rng)
     n = rng.randint(2, 6)
     a = torch.randn(n, generator=g) * 100
-    b = a + (torch.rand(n, generator=g) * 100 + 100) * torch.where(torch.rand(n, generator=g) < 0.5, 1.0, -1.0)
-    b[0] = a[0] + 150.0                                    # at least one pair badly wrong: loss about 150
+    b = a + (torch.rand(n, generator=g) * 100 + 100) * torch.where(
+        torch.rand(n, generator=g) < 0.5, 1.0, -1.0
+    )
+    b[0] = a[0] + 150.0  # at least one pair badly wrong: loss about 150
     _bt_compare(student, a, b, " (reward margins of 100 to 200)")
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #cc7524a8
-gae_exercise = register(Exercise(
-    "13_gae", ["gae"], title="Generalized advantage estimation (GAE)", forbidden=("course_llm.rlhf.gae",)))
+gae_exercise = register(
+    Exercise(
+        "13_gae",
+        ["gae"],
+        title="Generalized advantage estimation (GAE)",
+        forbidden=("course_llm.rlhf.gae",),
+    )
+)
 
 
 def _gae_brute(r, v, gamma, lam, mask):
@@ -86,8 +136,14 @@ def _gae_brute(r, v, gamma, lam, mask):
         n = int(sum(mb))
         vv = vb[:n] + [0.0]
         delta = [rb[t] + gamma * vv[t + 1] - vv[t] for t in range(n)]
-        out.append([sum((gamma * lam) ** k * delta[t + k] for k in range(n - t)) if t < n else 0.0
-                    for t in range(len(rb))])
+        out.append(
+            [
+                sum((gamma * lam) ** k * delta[t + k] for k in range(n - t))
+                if t < n
+                else 0.0
+                for t in range(len(rb))
+            ]
+        )
     return torch.tensor(out, dtype=torch.float64)
 
 
@@ -98,7 +154,7 @@ def _gae_case(rng, padded=False, gamma=None, lam=None):
     mask = torch.ones(B, T)
     if padded:
         for b in range(B):
-            mask[b, rng.randint(2, T - 1):] = 0                    # every row padded, >= 2 real steps
+            mask[b, rng.randint(2, T - 1) :] = 0  # every row padded, >= 2 real steps
         r = r * mask
     gamma = gamma if gamma is not None else rng.uniform(0.5, 0.95)
     lam = lam if lam is not None else rng.uniform(0.3, 0.95)
@@ -107,105 +163,210 @@ def _gae_case(rng, padded=False, gamma=None, lam=None):
 
 def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
     what = f"gae(rewards {tuple(r.shape)}, values, gamma={gamma:.3g}, lam={lam:.3g}{', mask' if mask is not None else ''}){note}"
-    got = student.gae(r.clone(), v.clone(), gamma, lam, None if mask is None else mask.clone())
+    got = student.gae(
+        r.clone(), v.clone(), gamma, lam, None if mask is None else mask.clone()
+    )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"{what} returned {type(got).__name__}; return a tuple (advantages, returns)")
+        raise CheckFailed(
+            f"{what} returned {type(got).__name__}; return a tuple (advantages, returns)"
+        )
     adv, ret = (_tensor_result(x, r.shape, what) for x in got)
     want_adv, want_ret = _package_gae(r, v, gamma, lam, mask)
     brute = _gae_brute(r, v, gamma, lam, torch.ones_like(r) if mask is None else mask)
     if not torch.allclose(want_adv.double(), brute, atol=1e-4):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return what, adv, ret, want_adv, want_ret
+
+
+def _gae_recursion(r, v, gamma, factor):
+    """A_t = delta_t + factor * A_{t+1} (no mask): GAE when factor = gamma * lam, a known mistake otherwise."""
+    adv, running = (
+        torch.zeros_like(r, dtype=torch.float64),
+        torch.zeros(r.shape[0], dtype=torch.float64),
+    )
+    nxt = torch.cat([v[:, 1:], torch.zeros_like(v[:, :1])], 1).double()
+    for t in reversed(range(r.shape[1])):
+        running = (
+            r[:, t].double() + gamma * nxt[:, t] - v[:, t].double() + factor * running
+        )
+        adv[:, t] = running
+    return adv
 
 
 def _close(got, want):
     return bool(torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-4))
 
 
-@gae_exercise.check(points=3, hint="go backwards: delta_t = r_t + gamma V_{t+1} - V_t with V = 0 after the last "
-                    "step, then A_t = delta_t + gamma * lam * A_{t+1}")
+@gae_exercise.check(
+    points=3,
+    hint="go backwards: delta_t = r_t + gamma V_{t+1} - V_t with V = 0 after the last "
+    "step, then A_t = delta_t + gamma * lam * A_{t+1}",
+)
 def advantages(student, rng):
     for _ in range(3):
         r, v, gamma, lam, _ = _gae_case(rng)
         what, adv, _, want, _ = _gae_run(student, r, v, gamma, lam)
-        expect(_close(adv, want), f"{what}: advantages {adv.tolist()}, expected {want.tolist()}")
+        mistakes = {
+            "gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}": _gae_recursion(
+                r, v, gamma, lam
+            ),
+            "lam is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}": _gae_recursion(
+                r, v, gamma, gamma
+            ),
+        }
+        expect_values(
+            adv, want, f"{what}: advantages", atol=1e-4, rtol=1e-4, mistakes=mistakes
+        )
 
 
-@gae_exercise.check(points=1, hint="the returns the value head regresses on are advantages + values")
+@gae_exercise.check(
+    points=1, hint="the returns the value head regresses on are advantages + values"
+)
 def returns(student, rng):
     r, v, gamma, lam, _ = _gae_case(rng)
     what, _, ret, _, want = _gae_run(student, r, v, gamma, lam)
-    expect(_close(ret, want), f"{what}: returns {ret.tolist()}, expected {want.tolist()}")
+    expect(
+        _close(ret, want), f"{what}: returns {ret.tolist()}, expected {want.tolist()}"
+    )
 
 
-@gae_exercise.check(points=1, hint="lam = 0 leaves the one-step TD residual delta_t; gamma = lam = 1 gives the "
-                    "reward-to-go minus V_t")
+@gae_exercise.check(
+    points=1,
+    hint="lam = 0 leaves the one-step TD residual delta_t; gamma = lam = 1 gives the "
+    "reward-to-go minus V_t",
+)
 def lambda_limits(student, rng):
     for gamma, lam in ((rng.uniform(0.5, 0.95), 0.0), (1.0, 1.0)):
         r, v, _, _, _ = _gae_case(rng)
         what, adv, _, want, _ = _gae_run(student, r, v, gamma, lam)
-        expect(_close(adv, want), f"{what}: advantages {adv.tolist()}, expected {want.tolist()}")
+        expect(
+            _close(adv, want),
+            f"{what}: advantages {adv.tolist()}, expected {want.tolist()}",
+        )
 
 
-@gae_exercise.check(points=1, hint="with a mask, a row ends at its last real step: V after it counts as 0, nothing "
-                    "flows back from the padding, and advantages and returns are 0 on padded steps")
+@gae_exercise.check(
+    points=1,
+    hint="with a mask, a row ends at its last real step: V after it counts as 0, nothing "
+    "flows back from the padding, and advantages and returns are 0 on padded steps",
+)
 def padding(student, rng):
     r, v, gamma, lam, mask = _gae_case(rng, padded=True)
-    what, adv, ret, want_adv, want_ret = _gae_run(student, r, v, gamma, lam, mask, " (right-padded rows)")
-    expect(_close(adv, want_adv), f"{what}: advantages {adv.tolist()}, expected {want_adv.tolist()}")
-    expect(_close(ret, want_ret), f"{what}: returns {ret.tolist()}, expected {want_ret.tolist()}")
+    what, adv, ret, want_adv, want_ret = _gae_run(
+        student, r, v, gamma, lam, mask, " (right-padded rows)"
+    )
+    expect(
+        _close(adv, want_adv),
+        f"{what}: advantages {adv.tolist()}, expected {want_adv.tolist()}",
+    )
+    expect(
+        _close(ret, want_ret),
+        f"{what}: returns {ret.tolist()}, expected {want_ret.tolist()}",
+    )
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #c9369d4f
-dpo_exercise = register(Exercise(
-    "13_dpo_loss", ["dpo_loss"], title="The DPO loss",
-    forbidden=("course_llm.rlhf.dpo_loss", "course_llm.rlhf.bradley_terry_loss")))
+dpo_exercise = register(
+    Exercise(
+        "13_dpo_loss",
+        ["dpo_loss"],
+        title="The DPO loss",
+        forbidden=("course_llm.rlhf.dpo_loss", "course_llm.rlhf.bradley_terry_loss"),
+    )
+)
 
 
 def _dpo_oracle(pc, pr, rc, rr, beta):
     want = _package_dpo(pc, pr, rc, rr, beta)[0].item()
     z = (beta * ((pc.double() - rc.double()) - (pr.double() - rr.double()))).tolist()
-    closed = sum(max(-x, 0.0) + math.log1p(math.exp(-abs(x))) for x in z) / len(z)   # log(1 + e^-x), stably
+    closed = sum(max(-x, 0.0) + math.log1p(math.exp(-abs(x))) for x in z) / len(
+        z
+    )  # log(1 + e^-x), stably
     if not math.isclose(want, closed, rel_tol=1e-4, abs_tol=1e-5):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want
 
 
 def _dpo_case(rng, scale=5.0):
     g = torch_generator(rng)
     n = rng.randint(2, 12)
-    pc, pr, rc, rr = (-torch.rand(n, generator=g) * scale * 4 for _ in range(4))   # log-probabilities <= 0
+    pc, pr, rc, rr = (
+        -torch.rand(n, generator=g) * scale * 4 for _ in range(4)
+    )  # log-probabilities <= 0
     return pc, pr, rc, rr
 
 
 def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
     what = f"dpo_loss(4 tensors of shape {tuple(pc.shape)}, beta={beta:.3g}){note}"
     got = student.dpo_loss(pc.clone(), pr.clone(), rc.clone(), rr.clone(), beta)
-    expect_close(got, _dpo_oracle(pc, pr, rc, rr, beta), what, rel=1e-4, abs_=1e-5)
+    zero = torch.zeros_like(rc)
+    mistakes = {
+        "beta multiplies the loss: put it inside, -logsigmoid(beta * (chosen reward - rejected reward))": beta
+        * _dpo_oracle(pc, pr, rc, rr, 1.0),
+        "you left out the reference model: each reward is log pi - log pi_ref": _dpo_oracle(
+            pc, pr, zero, zero, beta
+        ),
+    }
+    expect_number(
+        got,
+        _dpo_oracle(pc, pr, rc, rr, beta),
+        what,
+        rel=1e-4,
+        abs_=1e-5,
+        mistakes=mistakes,
+    )
 
 
-@dpo_exercise.check(points=3, hint="implicit reward of a response: log pi - log pi_ref; loss = -logsigmoid(beta * "
-                    "(chosen reward - rejected reward)), averaged over the batch")
+@dpo_exercise.check(
+    points=3,
+    hint="implicit reward of a response: log pi - log pi_ref; loss = -logsigmoid(beta * "
+    "(chosen reward - rejected reward)), averaged over the batch",
+)
 def values(student, rng):
     for _ in range(3):
         _dpo_compare(student, *_dpo_case(rng), rng.uniform(0.05, 1.0))
 
 
-@dpo_exercise.check(points=1, hint="when the policy equals the reference every log-ratio is 0 and the loss is "
-                    "log 2, whatever the log-probabilities and beta")
+@dpo_exercise.check(
+    points=1,
+    hint="when the policy equals the reference every log-ratio is 0 and the loss is "
+    "log 2, whatever the log-probabilities and beta",
+)
 def policy_equals_reference(student, rng):
     pc, pr, _, _ = _dpo_case(rng)
-    _dpo_compare(student, pc, pr, pc.clone(), pr.clone(), rng.uniform(0.05, 2.0), " (policy = reference)")
+    _dpo_compare(
+        student,
+        pc,
+        pr,
+        pc.clone(),
+        pr.clone(),
+        rng.uniform(0.05, 2.0),
+        " (policy = reference)",
+    )
 
 
-@dpo_exercise.check(points=1, hint="beta multiplies the difference of log-ratios inside the sigmoid, not the loss")
+@dpo_exercise.check(
+    points=1,
+    hint="beta multiplies the difference of log-ratios inside the sigmoid, not the loss",
+)
 def beta_inside(student, rng):
     pc, pr, rc, rr = _dpo_case(rng)
     for beta in (0.01, rng.uniform(2.0, 5.0)):
         _dpo_compare(student, pc, pr, rc, rr, beta)
 
 
-@dpo_exercise.check(points=1, hint="log(sigmoid(z)) underflows for very negative z; use F.logsigmoid")
+@dpo_exercise.check(
+    points=1, hint="log(sigmoid(z)) underflows for very negative z; use F.logsigmoid"
+)
 def large_margins(student, rng):
     pc, pr, rc, rr = _dpo_case(rng, scale=50.0)
-    pr[0], rr[0], pc[0], rc[0] = -1.0, -400.0, -400.0, -1.0      # one pair strongly against the chosen one
+    pr[0], rr[0], pc[0], rc[0] = (
+        -1.0,
+        -400.0,
+        -400.0,
+        -1.0,
+    )  # one pair strongly against the chosen one
     _dpo_compare(student, pc, pr, rc, rr, 1.0, " (log-ratio margins in the hundreds)")

@@ -6,17 +6,31 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 from ...pretrained import unpermute_qk as _package_unpermute
 
 # %% auto #0
 __all__ = ['unpermute_exercise', 'several_heads', 'one_head', 'smollm2_shapes']
 
 # %% ../../../nbs/grading/checks/ch14.ipynb #cdf41f42
-unpermute_exercise = register(Exercise(
-    "14_unpermute_qk", ["unpermute_qk"], title="Undo llama.cpp's query/key row permutation",
-    forbidden=("course_llm.pretrained.unpermute_qk", "course_llm.pretrained.load_gguf",
-               "course_llm.pretrained.gpt_state_from_gguf")))
+unpermute_exercise = register(
+    Exercise(
+        "14_unpermute_qk",
+        ["unpermute_qk"],
+        title="Undo llama.cpp's query/key row permutation",
+        forbidden=(
+            "course_llm.pretrained.unpermute_qk",
+            "course_llm.pretrained.load_gguf",
+            "course_llm.pretrained.gpt_state_from_gguf",
+        ),
+    )
+)
 
 
 def _brute(stored: torch.Tensor, n_head: int) -> torch.Tensor:
@@ -33,7 +47,9 @@ def _brute(stored: torch.Tensor, n_head: int) -> torch.Tensor:
 def _oracle(stored, n_head):
     want = _package_unpermute(stored, n_head)
     if not torch.equal(want, _brute(stored, n_head)):
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
     return want
 
 
@@ -43,30 +59,59 @@ def _compare(student, rng, n_head, d_head, d_in):
     what = f"unpermute_qk(w {tuple(stored.shape)}, n_head={n_head})"
     got = student.unpermute_qk(stored.clone(), n_head)
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(stored.shape), f"{what} returned shape {tuple(got.shape)}, "
-           f"expected {tuple(stored.shape)}")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
+    expect(
+        tuple(got.shape) == tuple(stored.shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(stored.shape)}",
+    )
     want = _oracle(stored, n_head)
     bad = [r for r in range(want.shape[0]) if not torch.equal(got[r], want[r])]
-    expect(not bad, f"{what}: row {bad[0] if bad else 0} (head {bad[0] // d_head if bad else 0}, row "
-           f"{bad[0] % d_head if bad else 0} of d_head={d_head}) is wrong; {len(bad)} of {want.shape[0]} rows differ")
+    why = ""
+    if bad and n_head > 1 and torch.equal(got, _brute(stored, 1)):
+        why = (
+            "you did not use n_head (this is the result for one head): permute within each of the n_head "
+            "heads, d_head = rows // n_head. "
+        )
+    elif bad and torch.equal(_brute(got, n_head), stored):
+        why = (
+            "you applied the forward permutation (Hugging Face to stored): undo it, reshape to (n_head, "
+            "d_head/2, 2, d_in) and swap the two middle axes. "
+        )
+    expect(
+        not bad,
+        f"{why}{what}: row {bad[0] if bad else 0} (head {bad[0] // d_head if bad else 0}, row "
+        f"{bad[0] % d_head if bad else 0} of d_head={d_head}) is wrong; {len(bad)} of {want.shape[0]} rows differ",
+    )
 
 # %% ../../../nbs/grading/checks/ch14.ipynb #4dd9da89
-@unpermute_exercise.check(points=3, hint="within each head the stored rows alternate x_0, y_0, x_1, y_1, ...: "
-                          "reshape to (n_head, d_head/2, 2, d_in), swap the two middle axes, reshape back")
+@unpermute_exercise.check(
+    points=3,
+    hint="within each head the stored rows alternate x_0, y_0, x_1, y_1, ...: "
+    "reshape to (n_head, d_head/2, 2, d_in), swap the two middle axes, reshape back",
+)
 def several_heads(student, rng):
     for _ in range(3):
-        _compare(student, rng, rng.randint(2, 9), 2 * rng.randint(3, 8), rng.randint(1, 12))
+        _compare(
+            student, rng, rng.randint(2, 9), 2 * rng.randint(3, 8), rng.randint(1, 12)
+        )
 
 
-@unpermute_exercise.check(points=1, hint="with one head the whole matrix is that head: rows 0, 2, 4, ... come "
-                          "first, then rows 1, 3, 5, ...")
+@unpermute_exercise.check(
+    points=1,
+    hint="with one head the whole matrix is that head: rows 0, 2, 4, ... come "
+    "first, then rows 1, 3, 5, ...",
+)
 def one_head(student, rng):
     _compare(student, rng, 1, 2 * rng.randint(3, 16), rng.randint(1, 12))
 
 
-@unpermute_exercise.check(points=1, hint="SmolLM2's W_q is (576, 576) with 9 heads, its W_k (192, 576) with 3 "
-                          "key/value heads; d_head = rows / n_head")
+@unpermute_exercise.check(
+    points=1,
+    hint="SmolLM2's W_q is (576, 576) with 9 heads, its W_k (192, 576) with 3 "
+    "key/value heads; d_head = rows / n_head",
+)
 def smollm2_shapes(student, rng):
     _compare(student, rng, 9, 64, 576)
     _compare(student, rng, 3, 64, 576)

@@ -8,22 +8,38 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, register, torch_generator
+from .show import expect_number
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['info_nce_exercise', 'values', 'excludes_self', 'symmetric_in_the_views', 'scale_invariant']
 
 # %% ../../../nbs/grading/checks/ch14c.ipynb #a1a9c2b6
-info_nce_exercise = register(Exercise(
-    "14_info_nce", ["info_nce"], title="InfoNCE (NT-Xent), the SimCLR loss",
-    forbidden=("course_llm.ssl.info_nce", "course_llm.ssl.clip_loss")))
+info_nce_exercise = register(
+    Exercise(
+        "14_info_nce",
+        ["info_nce"],
+        title="InfoNCE (NT-Xent), the SimCLR loss",
+        forbidden=("course_llm.ssl.info_nce", "course_llm.ssl.clip_loss"),
+    )
+)
 
 
 def _case(rng, dtype=torch.float32):
     g = torch_generator(rng)
     N, D = rng.randint(2, 7), rng.randint(2, 9)
-    z1, z2 = torch.randn(N, D, generator=g, dtype=dtype), torch.randn(N, D, generator=g, dtype=dtype)
+    z1, z2 = (
+        torch.randn(N, D, generator=g, dtype=dtype),
+        torch.randn(N, D, generator=g, dtype=dtype),
+    )
     return z1, z2, rng.choice([0.1, 0.2, 0.5, 1.0])
 
 
@@ -41,9 +57,11 @@ def _oracle(z1: torch.Tensor, z2: torch.Tensor, tau: float) -> torch.Tensor:
 
 def _scalar(got, what: str) -> float:
     if not isinstance(got, torch.Tensor) or got.numel() != 1:
-        raise CheckFailed(f"{what} returned {type(got).__name__}"
-                          f"{'' if not isinstance(got, torch.Tensor) else ' of shape ' + str(tuple(got.shape))}; "
-                          "return a 0-d torch.Tensor (the mean loss)")
+        raise CheckFailed(
+            f"{what} returned {type(got).__name__}"
+            f"{'' if not isinstance(got, torch.Tensor) else ' of shape ' + str(tuple(got.shape))}; "
+            "return a 0-d torch.Tensor (the mean loss)"
+        )
     return float(got)
 
 
@@ -51,44 +69,117 @@ def _call(z1, tau):
     return f"info_nce(z1 {tuple(z1.shape)}, z2, temperature={tau:g})"
 
 
+def _nce_mistakes(z1, z2, tau) -> dict:
+    """What three known mistakes return (vectorised, float64)."""
+    z = torch.cat([z1, z2]).double()
+    n2, N = z.shape[0], z1.shape[0]
+    partner = (torch.arange(n2) + N) % n2
+    unit = F.normalize(z, dim=-1)
+
+    def loss(sim, mask_self=True, anchors=n2):
+        logits = (
+            (sim / tau).masked_fill(torch.eye(n2, dtype=torch.bool), float("-inf"))
+            if mask_self
+            else sim / tau
+        )
+        return F.cross_entropy(logits[:anchors], partner[:anchors]).item()
+
+    return {
+        "you used dot products: normalise the vectors first (cosine similarity)": loss(
+            z @ z.T
+        ),
+        "you kept k = i in the denominator: mask the diagonal (each vector's similarity with itself)": loss(
+            unit @ unit.T, mask_self=False
+        ),
+        "you averaged over the N anchors of z1 only: average over all 2N anchors, both directions": loss(
+            unit @ unit.T, anchors=N
+        ),
+    }
+
+
 def _close(got: float, want: float, what: str, rtol: float = 1e-4) -> None:
-    expect(abs(got - want) <= rtol * max(1.0, abs(want)), f"{what} = {got:.6f}, expected {want:.6f}")
+    expect(
+        abs(got - want) <= rtol * max(1.0, abs(want)),
+        f"{what} = {got:.6f}, expected {want:.6f}",
+    )
 
 # %% ../../../nbs/grading/checks/ch14c.ipynb #bfc250db
-@info_nce_exercise.check(points=3, hint="normalise the 2N vectors, divide the cosine similarities by the temperature, "
-                         "leave out k = i from the denominator, and average over all 2N anchors")
+@info_nce_exercise.check(
+    points=3,
+    hint="normalise the 2N vectors, divide the cosine similarities by the temperature, "
+    "leave out k = i from the denominator, and average over all 2N anchors",
+)
 def values(student, rng):
-    for _ in range(4):                   # several draws: a wrong formula can agree on one by coincidence
+    for _ in range(4):  # several draws: a wrong formula can agree on one by coincidence
         z1, z2, tau = _case(rng)
-        _close(_scalar(student.info_nce(z1, z2, tau), _call(z1, tau)), _oracle(z1, z2, tau).item(), _call(z1, tau))
+        got, want = (
+            _scalar(student.info_nce(z1, z2, tau), _call(z1, tau)),
+            _oracle(z1, z2, tau).item(),
+        )
+        if abs(got - want) > 1e-4 * max(
+            1.0, abs(want)
+        ):  # say which known mistake, if one
+            expect_number(
+                got,
+                want,
+                _call(z1, tau),
+                rel=0.0,
+                abs_=0.0,
+                mistakes=_nce_mistakes(z1, z2, tau),
+            )
 
 
-@info_nce_exercise.check(points=1, hint="the denominator runs over the 2N - 1 OTHER vectors: mask the diagonal "
-                         "(similarity of a vector with itself) before the softmax")
+@info_nce_exercise.check(
+    points=1,
+    hint="the denominator runs over the 2N - 1 OTHER vectors: mask the diagonal "
+    "(similarity of a vector with itself) before the softmax",
+)
 def excludes_self(student, rng):
     N, D = rng.randint(2, 7), rng.randint(2, 6)
-    z = torch.randn(1, D, generator=torch_generator(rng)).expand(N, D).clone()      # every view identical
+    z = (
+        torch.randn(1, D, generator=torch_generator(rng)).expand(N, D).clone()
+    )  # every view identical
     tau = rng.choice([0.1, 0.5, 1.0])
-    _close(_scalar(student.info_nce(z, z.clone(), tau), _call(z, tau)), math.log(2 * N - 1),
-           f"{_call(z, tau)} with all 2N views equal (must be log(2N - 1))")
+    _close(
+        _scalar(student.info_nce(z, z.clone(), tau), _call(z, tau)),
+        math.log(2 * N - 1),
+        f"{_call(z, tau)} with all 2N views equal (must be log(2N - 1))",
+    )
 
 
-@info_nce_exercise.check(points=1, hint="the loss treats both views alike: anchors are all 2N vectors, not only "
-                         "the N rows of z1")
+@info_nce_exercise.check(
+    points=1,
+    hint="the loss treats both views alike: anchors are all 2N vectors, not only "
+    "the N rows of z1",
+)
 def symmetric_in_the_views(student, rng):
     z1, z2, tau = _case(rng, torch.float64)
     a = _scalar(student.info_nce(z1, z2, tau), _call(z1, tau))
-    b = _scalar(student.info_nce(z2, z1, tau), _call(z1, tau) + " with z1 and z2 swapped")
+    b = _scalar(
+        student.info_nce(z2, z1, tau), _call(z1, tau) + " with z1 and z2 swapped"
+    )
     _close(b, a, f"info_nce(z2, z1) vs info_nce(z1, z2) = {a:.6f}", rtol=1e-6)
 
 
-@info_nce_exercise.check(points=1, hint="sim is the COSINE similarity: divide each vector by its norm before the "
-                         "dot products")
+@info_nce_exercise.check(
+    points=1,
+    hint="sim is the COSINE similarity: divide each vector by its norm before the "
+    "dot products",
+)
 def scale_invariant(student, rng):
     z1, z2, tau = _case(rng, torch.float64)
     g = torch_generator(rng)
-    s1, s2 = torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2, \
-        torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2
+    s1, s2 = (
+        torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
+        torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
+    )
     a = _scalar(student.info_nce(z1, z2, tau), _call(z1, tau))
-    b = _scalar(student.info_nce(z1 * s1, z2 * s2, tau), _call(z1, tau) + " with rows rescaled")
-    _close(b, a, "loss with every row multiplied by a positive number vs the original", rtol=1e-6)
+    b = _scalar(
+        student.info_nce(z1 * s1, z2 * s2, tau), _call(z1, tau) + " with rows rescaled"
+    )
+    _close(
+        b,
+        a,
+        "loss with every row multiplied by a positive number vs the original",
+        rtol=1e-6,
+    )

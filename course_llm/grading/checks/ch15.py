@@ -9,16 +9,25 @@ import math
 
 import torch
 
-from ..core import Exercise, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from ..core import Exercise, register, torch_generator
 
 # %% auto #0
 __all__ = ['online_exercise', 'equals_softmax_attention', 'partial_last_block', 'rescales_when_the_max_grows',
            'large_scores_do_not_overflow']
 
 # %% ../../../nbs/grading/checks/ch15.ipynb #d0e22113
-online_exercise = register(Exercise(
-    "15_online_softmax", ["online_attention"], title="Attention one key block at a time",
-    forbidden=("course_llm.flash.flash_attention", "torch.nn.functional.scaled_dot_product_attention")))
+online_exercise = register(
+    Exercise(
+        "15_online_softmax",
+        ["online_attention"],
+        title="Attention one key block at a time",
+        forbidden=(
+            "course_llm.flash.flash_attention",
+            "torch.nn.functional.scaled_dot_product_attention",
+        ),
+    )
+)
 
 
 def _online_case(rng, multiple, big=False, dtype=torch.float32):
@@ -30,10 +39,10 @@ def _online_case(rng, multiple, big=False, dtype=torch.float32):
     T, d, d_v = rng.randint(1, 4), rng.choice([4, 8, 16]), rng.randint(1, 6)
     q = torch.randn(T, d, generator=g, dtype=torch.float64)
     k = torch.randn(S, d, generator=g, dtype=torch.float64)
-    lead = (q @ k[1:].T).amax(-1) + 0.5 * math.sqrt(d)                   # (T,) 0.5 above the rest
-    k[0] = torch.linalg.pinv(q) @ lead                                       # q k_0 = lead (T <= d)
+    lead = (q @ k[1:].T).amax(-1) + 0.5 * math.sqrt(d)  # (T,) 0.5 above the rest
+    k[0] = torch.linalg.pinv(q) @ lead  # q k_0 = lead (T <= d)
     v = torch.randn(S, d_v, generator=g, dtype=torch.float64)
-    if big:                                      # rescale each query: its top score is +-1000
+    if big:  # rescale each query: its top score is +-1000
         q = q * (1000.0 * math.sqrt(d) / lead.abs())[:, None]
     return q.to(dtype), k.to(dtype), v.to(dtype), block
 
@@ -57,28 +66,44 @@ def _online_oracle(q, k, v):
 def _expect_attention(student, q, k, v, block):
     """Call the student's online_attention and compare it with softmax(q k^T / sqrt(d)) v."""
     call = f"online_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {block})"
-    expect_tensor_close(student.online_attention(q, k, v, block), _online_oracle(q, k, v), call)
+    expect_values(
+        student.online_attention(q, k, v, block), _online_oracle(q, k, v), call
+    )
 
 
-@online_exercise.check(points=2, hint="scores are q k^T / sqrt(d); with S a multiple of block_size "
-                       "the answer must equal softmax(scores) v")
+@online_exercise.check(
+    points=2,
+    hint="scores are q k^T / sqrt(d); with S a multiple of block_size "
+    "the answer must equal softmax(scores) v",
+)
 def equals_softmax_attention(student, rng):
     _expect_attention(student, *_online_case(rng, multiple=True))
 
 
-@online_exercise.check(points=1, hint="the last block may be shorter than block_size: do not drop it "
-                       "(range(0, S, block_size) and slicing handle it)")
+@online_exercise.check(
+    points=1,
+    hint="the last block may be shorter than block_size: do not drop it "
+    "(range(0, S, block_size) and slicing handle it)",
+)
 def partial_last_block(student, rng):
     _expect_attention(student, *_online_case(rng, multiple=False))
 
 
-@online_exercise.check(points=2, hint="when the running max grows, rescale BOTH the running sum and "
-                       "the unnormalised output by exp(m_old - m_new)")
+@online_exercise.check(
+    points=2,
+    hint="when the running max grows, rescale BOTH the running sum and "
+    "the unnormalised output by exp(m_old - m_new)",
+)
 def rescales_when_the_max_grows(student, rng):
     _expect_attention(student, *_rising_case(rng))
 
 
-@online_exercise.check(points=1, hint="subtract the running max before exp: exp(s - m_new), "
-                       "so that scores in the hundreds do not overflow to inf")
+@online_exercise.check(
+    points=1,
+    hint="subtract the running max before exp: exp(s - m_new), "
+    "so that scores in the hundreds do not overflow to inf",
+)
 def large_scores_do_not_overflow(student, rng):
-    _expect_attention(student, *_online_case(rng, multiple=True, big=True, dtype=torch.float64))
+    _expect_attention(
+        student, *_online_case(rng, multiple=True, big=True, dtype=torch.float64)
+    )

@@ -7,21 +7,37 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['quant_exercise', 'scales_per_group', 'codes', 'four_bits', 'all_zero_group', 'dequantize']
 
 # %% ../../../nbs/grading/checks/ch16.ipynb #493f8ec1
-quant_exercise = register(Exercise(
-    "16_group_quantize", ["group_quantize", "group_dequantize"], title="Group-wise absmax quantization",
-    forbidden=("course_llm.quantize.quantize_tensor", "course_llm.quantize.dequantize",
-               "course_llm.quantize.QuantLinear", "course_llm.quantize.quantize_model")))
+quant_exercise = register(
+    Exercise(
+        "16_group_quantize",
+        ["group_quantize", "group_dequantize"],
+        title="Group-wise absmax quantization",
+        forbidden=(
+            "course_llm.quantize.quantize_tensor",
+            "course_llm.quantize.dequantize",
+            "course_llm.quantize.QuantLinear",
+            "course_llm.quantize.quantize_model",
+        ),
+    )
+)
 
 
 def _quant_oracle(w, bits, group):
     top = 2 ** (bits - 1) - 1
-    g = w.double().reshape(w.size(0), -1, group)                               # (out, n_groups, G)
+    g = w.double().reshape(w.size(0), -1, group)  # (out, n_groups, G)
     scales = g.abs().amax(-1) / top
     safe = torch.where(scales > 0, scales, torch.ones_like(scales))
     return torch.round(g / safe[..., None]).reshape(w.shape), scales
@@ -31,62 +47,109 @@ def _quant_case(rng, rows=None, groups=None):
     g = torch_generator(rng)
     group = rng.choice([4, 8, 16])
     out_f, n_groups = rows or rng.randint(2, 5), groups or rng.randint(2, 5)
-    w = torch.randn(out_f, n_groups * group, generator=g) * torch.rand(out_f, n_groups * group, generator=g)
-    w[rng.randrange(out_f), rng.randrange(n_groups * group)] = rng.choice([-5.0, 5.0])   # an outlier
+    w = torch.randn(out_f, n_groups * group, generator=g) * torch.rand(
+        out_f, n_groups * group, generator=g
+    )
+    w[rng.randrange(out_f), rng.randrange(n_groups * group)] = rng.choice(
+        [-5.0, 5.0]
+    )  # an outlier
     return w, group
 
 
 def _quantize(student, w, bits, group):
     result = student.group_quantize(w.clone(), bits, group)
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"group_quantize must return a tuple (codes, scales), got {type(result).__name__}")
+        raise CheckFailed(
+            f"group_quantize must return a tuple (codes, scales), got {type(result).__name__}"
+        )
     return result
 
 
-@quant_exercise.check(points=2, hint="one scale per group of group_size consecutive weights of a ROW: "
-                      "reshape to (out, in // group_size, group_size) and take absmax / (2**(bits-1) - 1)")
+@quant_exercise.check(
+    points=2,
+    hint="one scale per group of group_size consecutive weights of a ROW: "
+    "reshape to (out, in // group_size, group_size) and take absmax / (2**(bits-1) - 1)",
+)
 def scales_per_group(student, rng):
     w, group = _quant_case(rng)
     _, scales = _quantize(student, w, 8, group)
-    expect_tensor_close(scales, _quant_oracle(w, 8, group)[1], f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})")
+    want = _quant_oracle(w, 8, group)[1]
+    mistakes = {
+        "you used one scale for the whole tensor: one scale per group of group_size weights of a row": (
+            w.abs().max() / 127
+        ).expand_as(want),
+        "you divided by 2**(bits-1) = 128: the largest code is Q = 2**(bits-1) - 1 = 127": want
+        * 127
+        / 128,
+    }
+    expect_values(
+        scales,
+        want,
+        f"scales of group_quantize(w {tuple(w.shape)}, 8, {group})",
+        mistakes=mistakes,
+    )
 
 
-@quant_exercise.check(points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]")
+@quant_exercise.check(
+    points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]"
+)
 def codes(student, rng):
     w, group = _quant_case(rng)
     got, _ = _quantize(student, w, 8, group)
-    expect_tensor_close(got, _quant_oracle(w, 8, group)[0], f"codes of group_quantize(w {tuple(w.shape)}, 8, {group})",
-                        atol=0.5)
+    expect_values(
+        got,
+        _quant_oracle(w, 8, group)[0],
+        f"codes of group_quantize(w {tuple(w.shape)}, 8, {group})",
+        atol=0.5,
+    )
 
 
-@quant_exercise.check(points=1, hint="with bits=4 the codes are in [-7, 7]: Q = 2**(bits-1) - 1")
+@quant_exercise.check(
+    points=1, hint="with bits=4 the codes are in [-7, 7]: Q = 2**(bits-1) - 1"
+)
 def four_bits(student, rng):
     w, group = _quant_case(rng, rows=1, groups=1)
     got, scales = _quantize(student, w, 4, group)
     want_codes, want_scales = _quant_oracle(w, 4, group)
     what = f"group_quantize(w {tuple(w.shape)}, 4, {group})"
-    expect_tensor_close(scales, want_scales, f"scales of {what}")
-    expect_tensor_close(got, want_codes, f"codes of {what}", atol=0.5)
+    expect_values(scales, want_scales, f"scales of {what}")
+    expect_values(got, want_codes, f"codes of {what}", atol=0.5)
 
 
-@quant_exercise.check(points=1, hint="a group of zeros has scale 0: give it codes 0 instead of dividing 0 by 0")
+@quant_exercise.check(
+    points=1,
+    hint="a group of zeros has scale 0: give it codes 0 instead of dividing 0 by 0",
+)
 def all_zero_group(student, rng):
     w, group = _quant_case(rng)
     row = rng.randrange(w.size(0))
     w[row, :group] = 0.0
     got, _ = _quantize(student, w, 8, group)
-    what = f"codes of group_quantize(w with row {row}'s first group all zero, 8, {group})"
-    expect_tensor_close(got[row, :group], torch.zeros(group), what + f"[{row}, :{group}]", atol=0.5)
-    expect(bool(torch.isfinite(torch.as_tensor(got).double()).all()), f"{what} contain NaN or inf")
+    what = (
+        f"codes of group_quantize(w with row {row}'s first group all zero, 8, {group})"
+    )
+    expect_values(
+        got[row, :group], torch.zeros(group), what + f"[{row}, :{group}]", atol=0.5
+    )
+    expect(
+        bool(torch.isfinite(torch.as_tensor(got).double()).all()),
+        f"{what} contain NaN or inf",
+    )
 
 
-@quant_exercise.check(points=1, hint="each code times the scale of ITS group: repeat each scale group_size "
-                      "times along the row (repeat_interleave, not repeat)")
+@quant_exercise.check(
+    points=1,
+    hint="each code times the scale of ITS group: repeat each scale group_size "
+    "times along the row (repeat_interleave, not repeat)",
+)
 def dequantize(student, rng):
     g = torch_generator(rng)
     group, out_f, n_groups = rng.choice([2, 4, 8]), rng.randint(2, 4), rng.randint(2, 4)
     codes = torch.randint(-127, 128, (out_f, n_groups * group), generator=g)
     scales = torch.rand(out_f, n_groups, generator=g) + 0.1
     want = codes.double().reshape(out_f, n_groups, group) * scales.double()[..., None]
-    expect_tensor_close(student.group_dequantize(codes.clone(), scales.clone(), group), want.reshape(out_f, -1),
-                        f"group_dequantize(codes {tuple(codes.shape)}, scales {tuple(scales.shape)}, {group})")
+    expect_values(
+        student.group_dequantize(codes.clone(), scales.clone(), group),
+        want.reshape(out_f, -1),
+        f"group_dequantize(codes {tuple(codes.shape)}, scales {tuple(scales.shape)}, {group})",
+    )

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import torch
 
-from ..core import Exercise, expect, expect_tensor_close, register, torch_generator
+from .show import expect_values
+from ..core import Exercise, expect, register, torch_generator
 
 # %% auto #0
 __all__ = ['spec_exercise', 'accept_rule', 'accepts_when_target_likes_it_more', 'residual_distribution']
 
 # %% ../../../nbs/grading/checks/ch17.ipynb #015c3cfa
-spec_exercise = register(Exercise(
-    "17_accept_reject", ["accept", "residual"], title="The acceptance test of speculative sampling",
-    forbidden=("course_llm.speculative.speculative_generate",)))
+spec_exercise = register(
+    Exercise(
+        "17_accept_reject",
+        ["accept", "residual"],
+        title="The acceptance test of speculative sampling",
+        forbidden=("course_llm.speculative.speculative_generate",),
+    )
+)
 
 
 def _two_distributions(rng):
@@ -30,29 +36,63 @@ def _accept_call(x, u):
     return f"accept(p, q, x={x}, u={u:.4f})"
 
 
-@spec_exercise.check(points=2, hint="keep x when u < p[x] / q[x]: a token the draft over-proposes "
-                     "(q[x] > p[x]) is kept only with probability p[x] / q[x]")
+@spec_exercise.check(
+    points=2,
+    hint="keep x when u < p[x] / q[x]: a token the draft over-proposes "
+    "(q[x] > p[x]) is kept only with probability p[x] / q[x]",
+)
 def accept_rule(student, rng):
     p, q = _two_distributions(rng)
     over = [x for x in range(len(p)) if q[x] > p[x]]
-    x = rng.choice(over)                                     # p/q < 1: u decides
+    liked = [y for y in range(len(p)) if p[y] > 1.01 * q[y]]
+    if liked:  # p/q > 1: accepted whatever u is
+        y = rng.choice(liked)
+        u = (1 + (q[y] / p[y]).item()) / 2  # above q/p: a ratio upside down rejects
+        got = student.accept(p.clone(), q.clone(), y, u)
+        expect(
+            got is True or got == 1,
+            f"{_accept_call(y, u)} returned {got!r} although p[x] > q[x]: the "
+            "ratio is p[x] / q[x] (target over draft), not q[x] / p[x]",
+        )
+    x = rng.choice(over)  # p/q < 1: u decides
     ratio = (p[x] / q[x]).item()
     for u in (ratio / 2, (ratio + 1) / 2):
         got = student.accept(p.clone(), q.clone(), x, u)
-        expect(got == (u < ratio), f"{_accept_call(x, u)} returned {got!r} but p[x]/q[x] = {ratio:.4f}")
+        why = (
+            ""
+            if u < ratio
+            else ": a token the draft over-proposes must be rejected when u >= p[x] / q[x]"
+        )
+        expect(
+            got == (u < ratio),
+            f"{_accept_call(x, u)} returned {got!r} but p[x]/q[x] = {ratio:.4g}{why}",
+        )
 
 
-@spec_exercise.check(points=1, hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, 1) accepts")
+@spec_exercise.check(
+    points=1,
+    hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, 1) accepts",
+)
 def accepts_when_target_likes_it_more(student, rng):
     p, q = _two_distributions(rng)
-    x = max(range(len(p)), key=lambda i: (p[i] / q[i]).item())   # p[x] >= q[x]
+    x = max(range(len(p)), key=lambda i: (p[i] / q[i]).item())  # p[x] >= q[x]
     for u in (0.0, (q[x] / p[x]).item() / 2 + 0.5, 0.999):
         got = student.accept(p.clone(), q.clone(), x, u)
-        expect(got is True or got == True, f"{_accept_call(x, u)} returned {got!r}, expected True (p[x] >= q[x])")
+        expect(
+            got is True or got == True,
+            f"{_accept_call(x, u)} returned {got!r}, expected True (p[x] >= q[x])",
+        )
 
 
-@spec_exercise.check(points=2, hint="residual = max(0, p - q) divided by its sum (not |p - q|, not unnormalised)")
+@spec_exercise.check(
+    points=2,
+    hint="residual = max(0, p - q) divided by its sum (not |p - q|, not unnormalised)",
+)
 def residual_distribution(student, rng):
     p, q = _two_distributions(rng)
     r = (p - q).clamp(min=0)
-    expect_tensor_close(student.residual(p.clone(), q.clone()), r / r.sum(), f"residual(p, q) with {len(p)} tokens")
+    expect_values(
+        student.residual(p.clone(), q.clone()),
+        r / r.sum(),
+        f"residual(p, q) with {len(p)} tokens",
+    )
