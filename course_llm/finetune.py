@@ -23,13 +23,17 @@ _INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 def _inputs(batch: dict) -> dict:
     "The encoder's inputs from a batch dict (labels and other keys are left out)."
     if not isinstance(batch, dict) or "input_ids" not in batch:
-        raise TypeError("a batch must be a dict with at least `input_ids` (see `collate`)")
+        raise TypeError(
+            "a batch must be a dict with at least `input_ids` (see `collate`)"
+        )
     return {k: batch[k] for k in _INPUTS if k in batch}
 
 
 def _check_bert(bert):
     if not isinstance(bert, BERT):
-        raise TypeError(f"`bert` must be a course_llm.bert.BERT (e.g. load_minilm()), got {type(bert).__name__}")
+        raise TypeError(
+            f"`bert` must be a course_llm.bert.BERT (e.g. load_minilm()), got {type(bert).__name__}"
+        )
     return bert.config.d_model
 
 
@@ -53,6 +57,7 @@ class Pooler(nn.Module):
         >>> Pooler(4)(torch.zeros(2, 3, 4)).shape
         torch.Size([2, 4])
     """
+
     def __init__(self, d_model: int):
         super().__init__()
         self.dense = nn.Linear(d_model, d_model)
@@ -73,23 +78,40 @@ class SequenceClassifier(nn.Module):
         >>> SequenceClassifier(bert, n_classes=3)(torch.tensor([[1, 5, 2]])).shape
         torch.Size([1, 3])
     """
-    def __init__(self, bert: BERT, n_classes: int, dropout: float = 0.1, pool: str = "cls"):
+
+    def __init__(
+        self, bert: BERT, n_classes: int, dropout: float = 0.1, pool: str = "cls"
+    ):
         super().__init__()
         d = _check_bert(bert)
         _check_count("n_classes", n_classes)
         if not 0 <= dropout < 1:
             raise ValueError(f"`dropout` must lie in [0, 1), got {dropout}")
         if pool not in ("cls", "mean"):
-            raise ValueError(f"`pool` must be 'cls' (BERT's pooler on [CLS]) or 'mean' (mean_pool), got {pool!r}")
-        self.bert, self.pooler, self.dropout, self.pool = bert, Pooler(d), nn.Dropout(dropout), pool
+            raise ValueError(
+                f"`pool` must be 'cls' (BERT's pooler on [CLS]) or 'mean' (mean_pool), got {pool!r}"
+            )
+        self.bert, self.pooler, self.dropout, self.pool = (
+            bert,
+            Pooler(d),
+            nn.Dropout(dropout),
+            pool,
+        )
         self.head = _new_head(d, n_classes)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
-        h = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        h = self.bert(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         if self.pool == "cls":
             pooled = self.pooler(h)
         else:
-            pooled = mean_pool(h, torch.ones_like(input_ids) if attention_mask is None else attention_mask)
+            pooled = mean_pool(
+                h,
+                torch.ones_like(input_ids)
+                if attention_mask is None
+                else attention_mask,
+            )
         return self.head(self.dropout(pooled))
 
     def loss(self, batch: dict):
@@ -100,8 +122,14 @@ class SequenceClassifier(nn.Module):
     def from_hf(cls, model):
         "A copy of a `transformers.BertForSequenceClassification` (encoder, pooler and classifier)."
         bert = getattr(model, "bert", None)
-        if bert is None or getattr(bert, "pooler", None) is None or not hasattr(model, "classifier"):
-            raise TypeError("`model` must be a transformers BertForSequenceClassification (with its pooler)")
+        if (
+            bert is None
+            or getattr(bert, "pooler", None) is None
+            or not hasattr(model, "classifier")
+        ):
+            raise TypeError(
+                "`model` must be a transformers BertForSequenceClassification (with its pooler)"
+            )
         m = cls(BERT.from_hf(bert), model.config.num_labels, dropout=model.dropout.p)
         m.pooler.dense.load_state_dict(bert.pooler.dense.state_dict())
         m.head.load_state_dict(model.classifier.state_dict())
@@ -111,9 +139,12 @@ class SequenceClassifier(nn.Module):
     def from_minilm(cls, n_classes: int, dropout: float = 0.1, pool: str = "cls"):
         "MiniLM's encoder and its pre-trained pooler, with a new head (seed torch first)."
         from safetensors.torch import load_file
+
         m = cls(load_minilm(), n_classes, dropout, pool)
         sd = load_file(str(minilm_path() / "model.safetensors"))
-        m.pooler.dense.load_state_dict({p: sd[f"pooler.dense.{p}"] for p in ("weight", "bias")})
+        m.pooler.dense.load_state_dict(
+            {p: sd[f"pooler.dense.{p}"] for p in ("weight", "bias")}
+        )
         return m
 
 
@@ -129,27 +160,38 @@ class TokenTagger(nn.Module):
         >>> TokenTagger(bert, n_tags=3)(torch.tensor([[1, 5, 2]])).shape
         torch.Size([1, 3, 3])
     """
+
     def __init__(self, bert: BERT, n_tags: int, dropout: float = 0.1):
         super().__init__()
         d = _check_bert(bert)
         _check_count("n_tags", n_tags)
-        self.bert, self.dropout, self.head = bert, nn.Dropout(dropout), _new_head(d, n_tags)
+        self.bert, self.dropout, self.head = (
+            bert,
+            nn.Dropout(dropout),
+            _new_head(d, n_tags),
+        )
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
-        h = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        h = self.bert(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         return self.head(self.dropout(h))
 
     def loss(self, batch: dict):
         "Mean cross-entropy over the tokens whose `batch['labels']` (B, T) is not -100."
         logits = self(**_inputs(batch))
-        return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
+        return F.cross_entropy(
+            logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100
+        )
 
     @classmethod
     def from_hf(cls, model):
         "A copy of a `transformers.BertForTokenClassification`."
         if not hasattr(model, "bert") or not hasattr(model, "classifier"):
             raise TypeError("`model` must be a transformers BertForTokenClassification")
-        m = cls(BERT.from_hf(model.bert), model.config.num_labels, dropout=model.dropout.p)
+        m = cls(
+            BERT.from_hf(model.bert), model.config.num_labels, dropout=model.dropout.p
+        )
         m.head.load_state_dict(model.classifier.state_dict())
         return m.eval()
 
@@ -166,19 +208,25 @@ class SpanQA(nn.Module):
         >>> [t.shape for t in SpanQA(bert)(torch.tensor([[1, 5, 2]]))]
         [torch.Size([1, 3]), torch.Size([1, 3])]
     """
+
     def __init__(self, bert: BERT):
         super().__init__()
         self.bert, self.head = bert, _new_head(_check_bert(bert), 2)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
-        h = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        h = self.bert(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         start, end = self.head(h).unbind(-1)
         return start, end
 
     def loss(self, batch: dict):
         "Mean of the cross-entropies of the start and end logits against `start_positions`, `end_positions` (B,)."
         start, end = self(**_inputs(batch))
-        return (F.cross_entropy(start, batch["start_positions"]) + F.cross_entropy(end, batch["end_positions"])) / 2
+        return (
+            F.cross_entropy(start, batch["start_positions"])
+            + F.cross_entropy(end, batch["end_positions"])
+        ) / 2
 
     @classmethod
     def from_hf(cls, model):
@@ -206,27 +254,37 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
     """
     s, e = torch.as_tensor(start_logits), torch.as_tensor(end_logits)
     if s.shape != e.shape or s.dim() not in (1, 2) or s.shape[-1] == 0:
-        raise ValueError(f"`start_logits` and `end_logits` must have the same shape (T,) or (B, T), "
-                         f"got {tuple(s.shape)} and {tuple(e.shape)}")
+        raise ValueError(
+            f"`start_logits` and `end_logits` must have the same shape (T,) or (B, T), "
+            f"got {tuple(s.shape)} and {tuple(e.shape)}"
+        )
     if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-        raise ValueError(f"`max_len` (longest span, in tokens) must be a positive int, got {max_len!r}")
+        raise ValueError(
+            f"`max_len` (longest span, in tokens) must be a positive int, got {max_len!r}"
+        )
     single, shape = s.dim() == 1, s.shape
     if single:
         s, e = s[None], e[None]
     T = s.shape[1]
     i = torch.arange(T, device=s.device)
-    ok = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < max_len)     # ok[i, j]: j in [i, i + max_len)
+    ok = (i[None, :] >= i[:, None]) & (
+        i[None, :] - i[:, None] < max_len
+    )  # ok[i, j]: j in [i, i + max_len)
     ok = ok.expand(s.shape[0], T, T)
     if allowed is not None:
         a = torch.as_tensor(allowed, device=s.device)
         if a.dtype != torch.bool or a.shape != shape:
-            raise ValueError("`allowed` must be a bool tensor with the shape of `start_logits`")
+            raise ValueError(
+                "`allowed` must be a bool tensor with the shape of `start_logits`"
+            )
         a = a[None] if single else a
         ok = ok & a[:, :, None] & a[:, None, :]
     if not ok.flatten(1).any(1).all():
-        raise ValueError("an example has no allowed position: `allowed` must be True somewhere in every row")
+        raise ValueError(
+            "an example has no allowed position: `allowed` must be True somewhere in every row"
+        )
     scores = (s[:, :, None] + e[:, None, :]).float().masked_fill(~ok, float("-inf"))
-    flat = scores.flatten(1).argmax(1)                 # first maximum in (start, end) order
+    flat = scores.flatten(1).argmax(1)  # first maximum in (start, end) order
     start, end = flat // T, flat % T
     return (start[0], end[0]) if single else (start, end)
 
@@ -243,11 +301,21 @@ def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
         >>> b["input_ids"].tolist(), b["attention_mask"].tolist(), b["labels"].tolist()
         ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]], [[-100, 1, -100], [-100, -100, -100]])
     """
-    if isinstance(features, dict) or len(features) == 0 or not all(isinstance(f, dict) and "input_ids" in f
-                                                                    for f in features):
-        raise TypeError("`features` must be a non-empty list of dicts, each with `input_ids`")
+    if (
+        isinstance(features, dict)
+        or len(features) == 0
+        or not all(isinstance(f, dict) and "input_ids" in f for f in features)
+    ):
+        raise TypeError(
+            "`features` must be a non-empty list of dicts, each with `input_ids`"
+        )
     T = max(len(f["input_ids"]) for f in features)
-    fill = {"input_ids": pad_id, "attention_mask": 0, "token_type_ids": 0, "labels": -100}
+    fill = {
+        "input_ids": pad_id,
+        "attention_mask": 0,
+        "token_type_ids": 0,
+        "labels": -100,
+    }
     out = {}
     for k in features[0]:
         vals = [f[k] for f in features]
@@ -258,8 +326,12 @@ def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
         else:
             out[k] = torch.tensor(vals)
     if "attention_mask" not in out:
-        out["attention_mask"] = torch.tensor([[1] * len(f["input_ids"]) + [0] * (T - len(f["input_ids"]))
-                                              for f in features])
+        out["attention_mask"] = torch.tensor(
+            [
+                [1] * len(f["input_ids"]) + [0] * (T - len(f["input_ids"]))
+                for f in features
+            ]
+        )
     return out
 
 
@@ -278,19 +350,37 @@ def freeze_below(model: nn.Module, n_layers: int) -> int:
     """
     bert = getattr(model, "bert", None)
     if not isinstance(bert, BERT):
-        raise TypeError("`model` must hold its encoder as `model.bert` (a course_llm BERT)")
+        raise TypeError(
+            "`model` must hold its encoder as `model.bert` (a course_llm BERT)"
+        )
     if not isinstance(n_layers, int) or not 0 <= n_layers <= bert.config.n_layer:
-        raise ValueError(f"`n_layers` must be an int in [0, {bert.config.n_layer}], got {n_layers!r}")
+        raise ValueError(
+            f"`n_layers` must be an int in [0, {bert.config.n_layer}], got {n_layers!r}"
+        )
     for p in model.parameters():
         p.requires_grad_(True)
-    for mod in [bert.tok_emb, bert.pos_emb, bert.seg_emb, bert.ln_emb, *bert.layers[:n_layers]]:
+    for mod in [
+        bert.tok_emb,
+        bert.pos_emb,
+        bert.seg_emb,
+        bert.ln_emb,
+        *bert.layers[:n_layers],
+    ]:
         for p in mod.parameters():
             p.requires_grad_(False)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def fine_tune(model: nn.Module, batches: Sequence[dict], steps: int, lr: float, warmup: float = 0.1,
-              weight_decay: float = 0.01, clip: float | None = 1.0, loss_fn: Callable | None = None) -> list[float]:
+def fine_tune(
+    model: nn.Module,
+    batches: Sequence[dict],
+    steps: int,
+    lr: float,
+    warmup: float = 0.1,
+    weight_decay: float = 0.01,
+    clip: float | None = 1.0,
+    loss_fn: Callable | None = None,
+) -> list[float]:
     """Fine-tune with AdamW: linear warm-up over `warmup * steps`, cosine decay to 0, gradient clipping.
 
     Step `k` uses `batches[k % len(batches)]` (shuffle them beforehand); the loss is
@@ -308,16 +398,33 @@ def fine_tune(model: nn.Module, batches: Sequence[dict], steps: int, lr: float, 
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
-    if (isinstance(batches, (dict, str, bytes)) or not isinstance(batches, Sequence) or not batches
-            or not all(isinstance(b, dict) for b in batches)):
-        raise ValueError("`batches` must be a non-empty list of batch dicts (see `collate`)")
+    if (
+        isinstance(batches, (dict, str, bytes))
+        or not isinstance(batches, Sequence)
+        or not batches
+        or not all(isinstance(b, dict) for b in batches)
+    ):
+        raise ValueError(
+            "`batches` must be a non-empty list of batch dicts (see `collate`)"
+        )
     steps = check_positive_int("steps", steps)
     warmup = check_float("warmup", warmup, min=0, max=1)
     if loss_fn is None:
         if not callable(getattr(model, "loss", None)):
-            raise TypeError(f"{type(model).__name__} has no `loss(batch)` method: pass `loss_fn`")
+            raise TypeError(
+                f"{type(model).__name__} has no `loss(batch)` method: pass `loss_fn`"
+            )
         loss_fn = lambda m, b: m.loss(b)
-    losses = fit(model, batches, loss_fn, steps=steps, lr=lr, warmup_steps=int(warmup * steps),
-                 min_lr=0.0, weight_decay=weight_decay, clip=clip)
+    losses = fit(
+        model,
+        batches,
+        loss_fn,
+        steps=steps,
+        lr=lr,
+        warmup_steps=int(warmup * steps),
+        min_lr=0.0,
+        weight_decay=weight_decay,
+        clip=clip,
+    )
     model.eval()
     return losses

@@ -9,10 +9,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .bert import BERT, BERTConfig
-from .core import check_float, check_int, check_positive_int, check_tensor, check_token_ids
+from course_llm.core import (
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+)
 
 # %% ../nbs/09b_pretraining.ipynb #e2ae0f14
-def mask_tokens(input_ids, vocab_size, mask_id, special_ids=(), mlm_probability=0.15, generator=None):
+def mask_tokens(
+    input_ids, vocab_size, mask_id, special_ids=(), mlm_probability=0.15, generator=None
+):
     """BERT's masking: select each ordinary token with probability `mlm_probability`; of the
     selected, 80% become `mask_id`, 10% a uniformly random token, 10% stay unchanged.
 
@@ -42,26 +50,52 @@ def mask_tokens(input_ids, vocab_size, mask_id, special_ids=(), mlm_probability=
         >>> x[0, [0, 4, 5]].tolist()
         [2, 3, 0]
     """
-    check_token_ids("input_ids", input_ids, check_positive_int("vocab_size", vocab_size))
+    check_token_ids(
+        "input_ids", input_ids, check_positive_int("vocab_size", vocab_size)
+    )
+    if input_ids.numel() == 0:
+        raise ValueError(
+            f"`input_ids` is empty (shape {tuple(input_ids.shape)}): pass at least one token"
+        )
     check_int("mask_id", mask_id, min=0, max=vocab_size - 1)
     check_float("mlm_probability", mlm_probability, min=0.0, max=1.0)
     if isinstance(special_ids, (str, bytes)) or not hasattr(special_ids, "__iter__"):
-        raise TypeError(f"`special_ids` must be a sequence of ids, got {type(special_ids).__name__}")
-    special_ids = [check_int("special_ids[]", i, min=0, max=vocab_size - 1) for i in special_ids]
-    special_ids = torch.as_tensor(special_ids, dtype=input_ids.dtype, device=input_ids.device)
+        raise TypeError(
+            f"`special_ids` must be a sequence of ids, got {type(special_ids).__name__}"
+        )
+    special_ids = [
+        check_int("special_ids[]", i, min=0, max=vocab_size - 1) for i in special_ids
+    ]
+    special_ids = torch.as_tensor(
+        special_ids, dtype=input_ids.dtype, device=input_ids.device
+    )
     inputs, labels = input_ids.clone(), input_ids.clone()
     dev = input_ids.device
     prob = torch.full(labels.shape, float(mlm_probability), device=dev)
-    prob.masked_fill_(torch.isin(input_ids, special_ids), 0.0)             # specials never selected
+    prob.masked_fill_(
+        torch.isin(input_ids, special_ids), 0.0
+    )  # specials never selected
     selected = torch.bernoulli(prob, generator=generator).bool()
     labels[~selected] = -100
-    to_mask = torch.bernoulli(torch.full(labels.shape, 0.8, device=dev), generator=generator).bool() & selected
-    inputs[to_mask] = mask_id                                              # 80%: [MASK]
-    to_random = (torch.bernoulli(torch.full(labels.shape, 0.5, device=dev), generator=generator).bool()
-                 & selected & ~to_mask)                                    # half of the other 20%
-    random_ids = torch.randint(vocab_size, labels.shape, dtype=inputs.dtype, device=dev, generator=generator)
-    inputs[to_random] = random_ids[to_random]                              # 10%: random token
-    return inputs, labels                                                  # 10%: left unchanged
+    to_mask = (
+        torch.bernoulli(
+            torch.full(labels.shape, 0.8, device=dev), generator=generator
+        ).bool()
+        & selected
+    )
+    inputs[to_mask] = mask_id  # 80%: [MASK]
+    to_random = (
+        torch.bernoulli(
+            torch.full(labels.shape, 0.5, device=dev), generator=generator
+        ).bool()
+        & selected
+        & ~to_mask
+    )  # half of the other 20%
+    random_ids = torch.randint(
+        vocab_size, labels.shape, dtype=inputs.dtype, device=dev, generator=generator
+    )
+    inputs[to_random] = random_ids[to_random]  # 10%: random token
+    return inputs, labels  # 10%: left unchanged
 
 # %% ../nbs/09b_pretraining.ipynb #b7874e05
 def nsp_pairs(sentences, n_pairs, generator=None):
@@ -86,14 +120,22 @@ def nsp_pairs(sentences, n_pairs, generator=None):
         >>> all((s.index(b) == s.index(a) + 1) == nxt for a, b, nxt in pairs)
         True
     """
-    if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__len__") or len(sentences) < 3:
-        raise ValueError("`sentences` must be a list of at least 3 sentences in document order")
+    if (
+        isinstance(sentences, (str, bytes))
+        or not hasattr(sentences, "__len__")
+        or len(sentences) < 3
+    ):
+        raise ValueError(
+            "`sentences` must be a list of at least 3 sentences in document order"
+        )
     if not isinstance(n_pairs, int) or n_pairs < 0:
         raise ValueError(f"`n_pairs` must be an int >= 0, got {n_pairs!r}")
     n = len(sentences)
     first = torch.randint(n - 1, (n_pairs,), generator=generator).tolist()
     is_next = (torch.rand(n_pairs, generator=generator) < 0.5).tolist()
-    other = torch.randint(n - 1, (n_pairs,), generator=generator).tolist()  # any index but i + 1
+    other = torch.randint(
+        n - 1, (n_pairs,), generator=generator
+    ).tolist()  # any index but i + 1
     pairs = []
     for i, nxt, j in zip(first, is_next, other):
         if nxt:
@@ -101,11 +143,13 @@ def nsp_pairs(sentences, n_pairs, generator=None):
             continue
         j = j if j < i + 1 else j + 1
         tries = 0
-        while sentences[j] == sentences[i + 1]:                            # a repeated line ("Exit.")
+        while sentences[j] == sentences[i + 1]:  # a repeated line ("Exit.")
             j, tries = int(torch.randint(n, (), generator=generator)), tries + 1
             if tries > 1000:
-                raise ValueError("`sentences` has almost no two different sentences: cannot draw a random "
-                                 "B that differs from the true next sentence")
+                raise ValueError(
+                    "`sentences` has almost no two different sentences: cannot draw a random "
+                    "B that differs from the true next sentence"
+                )
         pairs.append((sentences[i], sentences[j], False))
     return pairs
 
@@ -131,12 +175,14 @@ def pack_pair(a, b, max_len, cls_id, sep_id):
     """
     for name, seg in (("a", a), ("b", b)):
         if isinstance(seg, (str, bytes)) or not hasattr(seg, "__iter__"):
-            raise TypeError(f"`{name}` must be a list of token ids, got {type(seg).__name__}")
+            raise TypeError(
+                f"`{name}` must be a list of token ids, got {type(seg).__name__}"
+            )
     a = [check_int("a[]", i, min=0) for i in a]
     b = [check_int("b[]", i, min=0) for i in b]
     if not a or not b:
         raise ValueError("segments `a` and `b` must each hold at least one token")
-    check_int("max_len", max_len, min=5)             # [CLS] a [SEP] b [SEP] with one token each
+    check_int("max_len", max_len, min=5)  # [CLS] a [SEP] b [SEP] with one token each
     check_int("cls_id", cls_id, min=0)
     check_int("sep_id", sep_id, min=0)
     while len(a) + len(b) + 3 > max_len:
@@ -170,12 +216,15 @@ def pack_pairs(pairs, max_len, cls_id, sep_id, pad_id):
         raise ValueError("`pairs` must hold at least one (a, b, is_next) tuple")
     packed = [pack_pair(a, b, max_len, cls_id, sep_id) for a, b, _ in pairs]
     T = max(len(ids) for ids, _ in packed)
-    out = {k: torch.zeros(len(pairs), T, dtype=torch.long) for k in ("token_type_ids", "attention_mask")}
+    out = {
+        k: torch.zeros(len(pairs), T, dtype=torch.long)
+        for k in ("token_type_ids", "attention_mask")
+    }
     out["input_ids"] = torch.full((len(pairs), T), pad_id, dtype=torch.long)
     for r, (ids, tt) in enumerate(packed):
-        out["input_ids"][r, :len(ids)] = torch.tensor(ids)
-        out["token_type_ids"][r, :len(ids)] = torch.tensor(tt)
-        out["attention_mask"][r, :len(ids)] = 1
+        out["input_ids"][r, : len(ids)] = torch.tensor(ids)
+        out["token_type_ids"][r, : len(ids)] = torch.tensor(tt)
+        out["attention_mask"][r, : len(ids)] = 1
     out["next_sentence_label"] = torch.tensor([0 if nxt else 1 for *_, nxt in pairs])
     return out
 
@@ -192,15 +241,18 @@ class MLMHead(nn.Module):
         >>> head(torch.randn(2, 5, 8)).shape, head.decoder.weight is emb.weight
         (torch.Size([2, 5, 30]), True)
     """
+
     def __init__(self, config: BERTConfig, embedding: nn.Embedding):
         super().__init__()
         if embedding.weight.shape != (config.vocab_size, config.d_model):
-            raise ValueError(f"`embedding` must be ({config.vocab_size}, {config.d_model}), "
-                             f"got {tuple(embedding.weight.shape)}")
+            raise ValueError(
+                f"`embedding` must be ({config.vocab_size}, {config.d_model}), "
+                f"got {tuple(embedding.weight.shape)}"
+            )
         self.dense = nn.Linear(config.d_model, config.d_model)
         self.ln = nn.LayerNorm(config.d_model, eps=config.norm_eps)
         self.decoder = nn.Linear(config.d_model, config.vocab_size)
-        self.decoder.weight = embedding.weight                            # tied: W_u = W_e
+        self.decoder.weight = embedding.weight  # tied: W_u = W_e
 
     def forward(self, hidden):
         "Logits (..., vocab_size) from hidden states (..., d_model)."
@@ -217,6 +269,7 @@ class NSPHead(nn.Module):
         >>> NSPHead(BERTConfig(d_model=8, n_head=2))(torch.randn(3, 5, 8)).shape
         torch.Size([3, 2])
     """
+
     def __init__(self, config: BERTConfig):
         super().__init__()
         self.pool = nn.Linear(config.d_model, config.d_model)
@@ -236,18 +289,23 @@ class BERTForPreTraining(nn.Module):
         >>> tuple(mlm.shape), tuple(nsp.shape)
         ((1, 5, 40), (1, 2))
     """
+
     def __init__(self, config: BERTConfig):
         super().__init__()
         if not isinstance(config, BERTConfig):
-            raise TypeError(f"`config` must be a BERTConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a BERTConfig, got {type(config).__name__}"
+            )
         self.config = config
-        self.bert = BERT(config)                                           # initialised N(0, 0.02)
+        self.bert = BERT(config)  # initialised N(0, 0.02)
         self.mlm = MLMHead(config, self.bert.tok_emb)
         self.nsp = NSPHead(config)
         for head in (self.mlm, self.nsp):
-            head.apply(self.bert.init_weights)                            # same init for the heads
+            head.apply(self.bert.init_weights)  # same init for the heads
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, mlm_positions=None):
+    def forward(
+        self, input_ids, token_type_ids=None, attention_mask=None, mlm_positions=None
+    ):
         """(MLM logits (B, T, vocab_size), NSP logits (B, 2)).
 
         `mlm_positions`, an optional (B, T) bool tensor (usually `labels != -100`), computes the
@@ -255,44 +313,65 @@ class BERTForPreTraining(nn.Module):
         vocabulary is the most expensive layer of a small BERT, and only ~15% of positions
         carry loss.
         """
-        h = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+        h = self.bert(
+            input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+        )
         if mlm_positions is not None:
-            if mlm_positions.shape != input_ids.shape or mlm_positions.dtype != torch.bool:
-                raise ValueError("`mlm_positions` must be a bool tensor shaped like `input_ids`")
-            return self.mlm(h[mlm_positions]), self.nsp(h)                # (N, V), (B, 2)
+            if (
+                mlm_positions.shape != input_ids.shape
+                or mlm_positions.dtype != torch.bool
+            ):
+                raise ValueError(
+                    "`mlm_positions` must be a bool tensor shaped like `input_ids`"
+                )
+            return self.mlm(h[mlm_positions]), self.nsp(h)  # (N, V), (B, 2)
         return self.mlm(h), self.nsp(h)
 
     @classmethod
     def from_hf(cls, model):
         """`BERTForPreTraining` with the weights of a transformers `BertForPreTraining`."""
-        if not (hasattr(model, "bert") and hasattr(model, "cls") and hasattr(model.cls, "seq_relationship")):
+        if not (
+            hasattr(model, "bert")
+            and hasattr(model, "cls")
+            and hasattr(model.cls, "seq_relationship")
+        ):
             raise TypeError("`model` must be a transformers BertForPreTraining")
         if model.config.hidden_act != "gelu":
-            raise ValueError(f"only hidden_act='gelu' is supported, got {model.config.hidden_act!r}")
+            raise ValueError(
+                f"only hidden_act='gelu' is supported, got {model.config.hidden_act!r}"
+            )
         if model.bert.pooler is None:
             raise ValueError("`model.bert` has no pooler, which the NSP head needs")
         bert = BERT.from_hf(model.bert)
         m = cls(bert.config)
         m.bert.load_state_dict(bert.state_dict())
         p, sd = model.cls.predictions, {}
-        sd = {"mlm.dense.weight": p.transform.dense.weight, "mlm.dense.bias": p.transform.dense.bias,
-              "mlm.ln.weight": p.transform.LayerNorm.weight, "mlm.ln.bias": p.transform.LayerNorm.bias,
-              "mlm.decoder.bias": p.bias,
-              "nsp.pool.weight": model.bert.pooler.dense.weight, "nsp.pool.bias": model.bert.pooler.dense.bias,
-              "nsp.classifier.weight": model.cls.seq_relationship.weight,
-              "nsp.classifier.bias": model.cls.seq_relationship.bias}
+        sd = {
+            "mlm.dense.weight": p.transform.dense.weight,
+            "mlm.dense.bias": p.transform.dense.bias,
+            "mlm.ln.weight": p.transform.LayerNorm.weight,
+            "mlm.ln.bias": p.transform.LayerNorm.bias,
+            "mlm.decoder.bias": p.bias,
+            "nsp.pool.weight": model.bert.pooler.dense.weight,
+            "nsp.pool.bias": model.bert.pooler.dense.bias,
+            "nsp.classifier.weight": model.cls.seq_relationship.weight,
+            "nsp.classifier.bias": model.cls.seq_relationship.bias,
+        }
         with torch.no_grad():
             for name, value in sd.items():
                 m.get_parameter(name).copy_(value)
-            if not torch.equal(p.decoder.weight, model.bert.embeddings.word_embeddings.weight):
-                raise ValueError("the Hugging Face decoder is not tied to the word embeddings")
+            if not torch.equal(
+                p.decoder.weight, model.bert.embeddings.word_embeddings.weight
+            ):
+                raise ValueError(
+                    "the Hugging Face decoder is not tied to the word embeddings"
+                )
         return m.eval()
 
-
-
-
 # %% ../nbs/09b_pretraining.ipynb #c4124705
-def pretraining_loss(mlm_logits, nsp_logits, labels, next_sentence_label, return_parts=False):
+def pretraining_loss(
+    mlm_logits, nsp_logits, labels, next_sentence_label, return_parts=False
+):
     """BERT's pre-training loss: mean cross-entropy over the selected tokens (labels != -100)
     plus the mean cross-entropy of the next-sentence classifier.
 
@@ -318,13 +397,33 @@ def pretraining_loss(mlm_logits, nsp_logits, labels, next_sentence_label, return
     check_tensor("labels", labels, dtype="int")
     check_tensor("next_sentence_label", next_sentence_label, dtype="int")
     if mlm_logits.dim() not in (2, 3) or labels.shape != mlm_logits.shape[:-1]:
-        raise ValueError("`labels` must be (B, T) matching `mlm_logits` (B, T, V), or (N,) matching (N, V)")
-    if nsp_logits.dim() != 2 or nsp_logits.shape[1] != 2 or next_sentence_label.shape != nsp_logits.shape[:1]:
+        raise ValueError(
+            "`labels` must be (B, T) matching `mlm_logits` (B, T, V), or (N,) matching (N, V)"
+        )
+    if (
+        nsp_logits.dim() != 2
+        or nsp_logits.shape[1] != 2
+        or next_sentence_label.shape != nsp_logits.shape[:1]
+    ):
         raise ValueError("`nsp_logits` must be (B, 2) and `next_sentence_label` (B,)")
     if not (labels != -100).any():
-        raise ValueError("`labels` selects no token (all -100): the MLM loss would be NaN")
-    check_token_ids("labels", labels[labels != -100], mlm_logits.size(-1))   # -100: ignored
+        raise ValueError(
+            "`labels` selects no token (all -100): the MLM loss would be NaN"
+        )
+    check_token_ids(
+        "labels", labels[labels != -100], mlm_logits.size(-1)
+    )  # -100: ignored
     check_token_ids("next_sentence_label", next_sentence_label, 2)
-    mlm = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+    for name, x in (("mlm_logits", mlm_logits), ("nsp_logits", nsp_logits)):
+        if not torch.isfinite(x).all():
+            raise ValueError(
+                f"`{name}` holds NaN or inf: the loss would be meaningless "
+                "(lower the learning rate or check the inputs)"
+            )
+    mlm = F.cross_entropy(
+        mlm_logits.reshape(-1, mlm_logits.shape[-1]),
+        labels.reshape(-1),
+        ignore_index=-100,
+    )
     nsp = F.cross_entropy(nsp_logits, next_sentence_label)
     return (mlm + nsp, mlm, nsp) if return_parts else mlm + nsp

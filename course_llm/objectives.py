@@ -14,16 +14,18 @@ def _check(tokens, rate=None):
     if not isinstance(tokens, (list, tuple)) or len(tokens) == 0:
         raise ValueError("`tokens` must be a non-empty list of tokens")
     if rate is not None:
-        check_float("rate", rate, min=0.0, max=1.0)          # rejects NaN and inf too
+        check_float("rate", rate, min=0.0, max=1.0)  # rejects NaN and inf too
 
 
 def _check_rng(rng):
     if not isinstance(rng, random.Random):
-        raise TypeError(f"`rng` must be a random.Random (e.g. random.Random(0)), got {type(rng).__name__}")
+        raise TypeError(
+            f"`rng` must be a random.Random (e.g. random.Random(0)), got {type(rng).__name__}"
+        )
 
 
 def sentinel(i):
-    """Name of the i-th sentinel token, T5's ``<extra_id_i>`` (the deck writes <X>, <Y>, <Z>).
+    """Name of the i-th sentinel token, T5's ``<extra_id_i>`` (the T5 paper's figures write <X>, <Y>, <Z>).
 
     Example:
         >>> sentinel(0)
@@ -34,7 +36,7 @@ def sentinel(i):
 
 def iid_noise_mask(n, rate, rng):
     """n independent Bernoulli(rate) draws from `rng` (a `random.Random`)."""
-    check_int("n", n, min=0)
+    check_int("n", n, min=1)
     check_float("rate", rate, min=0.0, max=1.0)
     _check_rng(rng)
     return [rng.random() < rate for _ in range(n)]
@@ -59,15 +61,23 @@ def span_corruption(tokens, noise_mask, sentinels=sentinel):
         ('Thank you <X> me to your party <Y> week .', '<X> for inviting <Y> last <Z>')
     """
     _check(tokens)
-    if not isinstance(noise_mask, (list, tuple)) or not all(isinstance(m, bool) for m in noise_mask):
-        raise TypeError(f"`noise_mask` must be a list of bools (one per token), got {noise_mask!r:.40}")
+    if not isinstance(noise_mask, (list, tuple)) or not all(
+        isinstance(m, bool) for m in noise_mask
+    ):
+        raise TypeError(
+            f"`noise_mask` must be a list of bools (one per token), got {noise_mask!r:.40}"
+        )
     if len(noise_mask) != len(tokens):
-        raise ValueError(f"`noise_mask` must have one bool per token ({len(tokens)}), got {len(noise_mask)}")
+        raise ValueError(
+            f"`noise_mask` must have one bool per token ({len(tokens)}), got {len(noise_mask)}"
+        )
     inputs, targets, k = [], [], 0
     for i, (t, noise) in enumerate(zip(tokens, noise_mask)):
         starts = noise and (i == 0 or not noise_mask[i - 1])
         if starts:
-            inputs.append(sentinels(k)); targets.append(sentinels(k)); k += 1
+            inputs.append(sentinels(k))
+            targets.append(sentinels(k))
+            k += 1
         (targets if noise else inputs).append(t)
     targets.append(sentinels(k))
     return inputs, targets
@@ -83,8 +93,12 @@ def prefix_lm(tokens, rng, split=None):
     _check(tokens)
     _check_rng(rng)
     if len(tokens) < 2:
-        raise ValueError(f"`tokens` needs at least 2 tokens to split into a prefix and a target, got {len(tokens)}")
-    split = rng.randint(1, len(tokens) - 1) if split is None else check_int("split", split)
+        raise ValueError(
+            f"`tokens` needs at least 2 tokens to split into a prefix and a target, got {len(tokens)}"
+        )
+    split = (
+        rng.randint(1, len(tokens) - 1) if split is None else check_int("split", split)
+    )
     if not 0 < split < len(tokens):
         raise ValueError(f"`split` must be in [1, {len(tokens) - 1}], got {split}")
     return list(tokens[:split]), list(tokens[split:])
@@ -101,19 +115,29 @@ def bert_style(tokens, rng, vocab, rate=0.15, mask="<M>"):
         True
     """
     _check(tokens, rate)
-    if isinstance(vocab, (str, bytes)) or not isinstance(vocab, (list, tuple)) or not vocab:
-        raise ValueError(f"`vocab` must be a non-empty list of replacement tokens, got {vocab!r:.40}")
+    if (
+        isinstance(vocab, (str, bytes))
+        or not isinstance(vocab, (list, tuple))
+        or not vocab
+    ):
+        raise ValueError(
+            f"`vocab` must be a non-empty list of replacement tokens, got {vocab!r:.40}"
+        )
     out = []
     for t, noise in zip(tokens, iid_noise_mask(len(tokens), rate, rng)):
         u = rng.random()
-        out.append(t if not noise or u >= 0.9 else mask if u < 0.8 else rng.choice(vocab))
+        out.append(
+            t if not noise or u >= 0.9 else mask if u < 0.8 else rng.choice(vocab)
+        )
     return out, list(tokens)
 
 
 def mass_style(tokens, rng, rate=0.15, mask="<M>"):
     """MASS-style: noised tokens all become `mask`; targets are the original text."""
     _check(tokens, rate)
-    return [mask if m else t for t, m in zip(tokens, iid_noise_mask(len(tokens), rate, rng))], list(tokens)
+    return [
+        mask if m else t for t, m in zip(tokens, iid_noise_mask(len(tokens), rate, rng))
+    ], list(tokens)
 
 
 def deshuffle(tokens, rng):
@@ -150,8 +174,11 @@ def random_spans_noise_mask(n, rng, rate=0.15, mean_span=3.0):
         5
     """
     check_int("n", n, min=2)
-    check_float("rate", rate, min=0.0, max=1.0)
-    check_float("mean_span", mean_span, min=1.0)              # the divisor below: at least one token
+    # at least one token is always noised, so a rate of 0 (or 1) cannot be honoured: refuse it
+    check_float("rate", rate, min=0.0, max=1.0, min_open=True, max_open=True)
+    check_float(
+        "mean_span", mean_span, min=1.0
+    )  # the divisor below: at least one token
     _check_rng(rng)
     n_noise = min(max(round(n * rate), 1), n - 1)
     n_spans = max(round(n_noise / mean_span), 1)
@@ -177,4 +204,6 @@ def random_spans(tokens, rng, rate=0.15, mean_span=3.0, sentinels=sentinel):
         True
     """
     _check(tokens, rate)
-    return span_corruption(tokens, random_spans_noise_mask(len(tokens), rng, rate, mean_span), sentinels)
+    return span_corruption(
+        tokens, random_spans_noise_mask(len(tokens), rng, rate, mean_span), sentinels
+    )

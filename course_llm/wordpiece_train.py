@@ -28,10 +28,14 @@ def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> di
     """
     check_choice("criterion", criterion, ("likelihood", "frequency"))
     if not isinstance(splits, dict) or not isinstance(counts, dict):
-        raise TypeError("`splits` and `counts` must be dicts {word: [pieces]} and {word: count}")
+        raise TypeError(
+            "`splits` and `counts` must be dicts {word: [pieces]} and {word: count}"
+        )
     missing = [w for w in counts if w not in splits]
     if missing:
-        raise ValueError(f"`splits` lacks the words {missing[:3]} of `counts`; split every word")
+        raise ValueError(
+            f"`splits` lacks the words {missing[:3]} of `counts`; split every word"
+        )
     unit, pair = Counter(), Counter()
     for w, n in counts.items():
         s = splits[w]
@@ -52,13 +56,21 @@ def _best_pair(pair: Counter, unit: Counter, criterion: str) -> tuple:
         return min(p for p, c in live.items() if c == top)
     approx = {p: c / (unit[p[0]] * unit[p[1]]) for p, c in live.items()}
     top = max(approx.values())
-    exact = {p: Fraction(live[p], unit[p[0]] * unit[p[1]]) for p, v in approx.items() if v >= top * (1 - 1e-9)}
+    exact = {
+        p: Fraction(live[p], unit[p[0]] * unit[p[1]])
+        for p, v in approx.items()
+        if v >= top * (1 - 1e-9)
+    }
     top = max(exact.values())
     return min(p for p, v in exact.items() if v == top)
 
 
-def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood",
-                    special_tokens=BERT_SPECIAL_TOKENS):
+def train_wordpiece(
+    counts: dict,
+    vocab_size: int,
+    criterion: str = "likelihood",
+    special_tokens=BERT_SPECIAL_TOKENS,
+):
     """Learn a WordPiece vocabulary from word counts: start from single characters
     (``##``-prefixed inside a word) and repeatedly merge the best-scoring adjacent pair
     (see :func:`pair_scores`) in every word, adding the merged piece to the vocabulary, until it
@@ -78,16 +90,28 @@ def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood"
         >>> merges, "##gs" in vocab
         ([('##g', '##s')], True)
     """
-    if not isinstance(counts, dict) or not counts or not all(isinstance(w, str) and w for w in counts):
-        raise ValueError("`counts` must be a non-empty dict {word: count}; build one with count_words(text)")
+    if (
+        not isinstance(counts, dict)
+        or not counts
+        or not all(isinstance(w, str) and w for w in counts)
+    ):
+        raise ValueError(
+            "`counts` must be a non-empty dict {word: count}; build one with count_words(text)"
+        )
     for w, n in counts.items():
         check_int(f"counts[{w!r}]", n, min=1)
     check_choice("criterion", criterion, ("likelihood", "frequency"))
     splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
-    if isinstance(special_tokens, str) or not all(isinstance(t, str) and t for t in special_tokens):
-        raise TypeError(f"`special_tokens` must be a sequence of non-empty str, got {special_tokens!r}")
-    vocab = list(dict.fromkeys(special_tokens)) + sorted({t for s in splits.values() for t in s})
-    check_int("vocab_size", vocab_size, min=len(vocab))          # special tokens + alphabet
+    if isinstance(special_tokens, str) or not all(
+        isinstance(t, str) and t for t in special_tokens
+    ):
+        raise TypeError(
+            f"`special_tokens` must be a sequence of non-empty str, got {special_tokens!r}"
+        )
+    vocab = list(dict.fromkeys(special_tokens)) + sorted(
+        {t for s in splits.values() for t in s}
+    )
+    check_int("vocab_size", vocab_size, min=len(vocab))  # special tokens + alphabet
     unit, pair, where = Counter(), Counter(), defaultdict(set)
 
     def account(w, sign):
@@ -108,16 +132,19 @@ def train_wordpiece(counts: dict, vocab_size: int, criterion: str = "likelihood"
         for w in list(where.pop((a, b))):
             s = splits[w]
             if (a, b) not in zip(s, s[1:]):
-                continue                                # stale entry: an earlier merge removed it
+                continue  # stale entry: an earlier merge removed it
             account(w, -1)
             i, out = 0, []
             while i < len(s):
                 if i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-                    out.append(new); i += 2
+                    out.append(new)
+                    i += 2
                 else:
-                    out.append(s[i]); i += 1
+                    out.append(s[i])
+                    i += 1
             splits[w] = out
             account(w, +1)
         if new not in known:
-            known.add(new); vocab.append(new)
+            known.add(new)
+            vocab.append(new)
     return {t: i for i, t in enumerate(vocab)}, merges

@@ -261,6 +261,11 @@ def test_nsp_pairs_rejects_repetitive_corpus():
                               torch.tensor([2])), ValueError, "next_sentence_label"),
     (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2), torch.tensor([[-100, 2.0, -100]]),
                               torch.tensor([0])), TypeError, "labels"),
+    (lambda: mask_tokens(torch.zeros(0, 6, dtype=torch.long), 20, 3), ValueError, "input_ids"),
+    (lambda: pretraining_loss(torch.full((1, 3, 4), float("nan")), torch.zeros(1, 2),
+                              torch.tensor([[-100, 2, -100]]), torch.tensor([0])), ValueError, "mlm_logits"),
+    (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.full((1, 2), float("inf")),
+                              torch.tensor([[-100, 2, -100]]), torch.tensor([0])), ValueError, "nsp_logits"),
 ])
 def test_bad_inputs_name_the_argument(call, err, match):
     with pytest.raises(err, match=match):

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from course_llm.objectives import (bert_style, deshuffle, iid_span_replace, mass_style, prefix_lm,
+from course_llm.objectives import (bert_style, deshuffle, iid_noise_mask, iid_span_replace, mass_style, prefix_lm,
                                    random_spans, random_spans_noise_mask, span_corruption, token_drop)
 
 TOKS = "Thank you for inviting me to your party last week .".split()
@@ -99,6 +99,10 @@ def test_bad_inputs_raise(bad):
     (lambda: bert_style(TOKS, random.Random(0), vocab="xyz"), ValueError, "vocab"),
     (lambda: span_corruption(TOKS, None), TypeError, "noise_mask"),
     (lambda: span_corruption(TOKS, [1] * len(TOKS)), TypeError, "noise_mask"),
+    (lambda: iid_noise_mask(0, 0.15, random.Random(0)), ValueError, "`n`"),
+    (lambda: random_spans_noise_mask(20, random.Random(0), rate=0.0), ValueError, "rate"),
+    (lambda: random_spans_noise_mask(20, random.Random(0), rate=1.0), ValueError, "rate"),
+    (lambda: random_spans(TOKS, random.Random(0), rate=0.0), ValueError, "rate"),
 ])
 def test_bad_inputs_name_the_argument(call, err, match):
     with pytest.raises(err, match=match):
