@@ -7,6 +7,7 @@ the student's side, `WorkerBackend` on the grader's."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import linecache
 import os
 import pickle
@@ -29,7 +30,7 @@ from .sandbox import forbid, guarded_call
 from .transport import decode_result, dump_plain
 
 # %% auto #0
-__all__ = ['worker_main', 'WorkerBackend', 'short_error']
+__all__ = ['load_submission', 'serve_call', 'worker_main', 'WorkerBackend', 'short_error', 'InProcessBackend']
 
 # %% ../../nbs/grading/09_worker.ipynb #9e3f69eb
 def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
@@ -48,25 +49,48 @@ def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
     return notes
 
 
+def load_submission(setup: dict) -> tuple[dict, bytes]:
+    """Execute a submission's cells as the worker does: the namespace they ran in, and the first reply.
+
+    Args:
+        setup: what the grader sends first (``cells``, ``functions``, ``module_name``,
+            ``max_output``; see `WorkerBackend`).
+
+    Returns:
+        The namespace, and the reply (`dump_plain`) listing the load notes and the missing names.
+    """
+    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
+    notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
+    missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
+    return namespace, dump_plain({"notes": notes, "missing": missing})
+
+
+def serve_call(namespace: dict, setup: dict, request: tuple, time_limit: float | None = None) -> bytes:
+    """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
+
+    `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
+    """
+    name, args, kwargs = request
+    outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"], time_limit=time_limit,
+                           mutates=setup.get("mutates", ()))
+    return dump_plain((outcome.problem, outcome.payload, outcome.output, outcome.mutated))
+
+
 def worker_main() -> None:
     """Entry point of the worker process (see above); not for direct use."""
     conn_in = Connection(int(sys.argv[1]), writable=False)
     conn_out = Connection(int(sys.argv[2]), readable=False)
     setup = pickle.loads(conn_in.recv_bytes())
-    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
     with forbid(setup["forbidden"]):
-        notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
-        missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
-        conn_out.send_bytes(dump_plain({"notes": notes, "missing": missing}))
+        namespace, reply = load_submission(setup)
+        conn_out.send_bytes(reply)
         while True:
             try:
-                name, args, kwargs = pickle.loads(conn_in.recv_bytes())
+                request = pickle.loads(conn_in.recv_bytes())
             except EOFError:
                 return
-            outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"],
-                                   mutates=setup.get("mutates", ()))
-            conn_out.send_bytes(dump_plain((outcome.problem, outcome.payload, outcome.output,
-                                            outcome.mutated)))
+            conn_out.send_bytes(serve_call(namespace, setup, request))
+
 
 # %% ../../nbs/grading/09_worker.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20
@@ -156,13 +180,19 @@ class WorkerBackend:
         self.sandbox_pid = int(found.group(1)) if found else None
         self.conn_in, self.conn_out = Connection(parent_r, writable=False), Connection(parent_w, readable=False)
 
+    def _setup(self) -> dict:
+        """The first message to the worker: the cells and how to run them."""
+        return {"cells": self.cells, "functions": self.exercise.functions, "forbidden": self.exercise.forbidden,
+                "mutates": getattr(self.exercise, "mutates", ()),
+                "max_output": self.max_output, "module_name": self.module_name}
+
     def _start(self) -> None:
         self._launch()
-        self.conn_out.send_bytes(pickle.dumps({
-            "cells": self.cells, "functions": self.exercise.functions, "forbidden": self.exercise.forbidden,
-            "mutates": getattr(self.exercise, "mutates", ()),
-            "max_output": self.max_output, "module_name": self.module_name}))
-        reply = self._receive(self.load_timeout, "your code, while loading,")
+        self.conn_out.send_bytes(pickle.dumps(self._setup()))
+        self._first_reply(self._receive(self.load_timeout, "your code, while loading,"))
+
+    def _first_reply(self, reply) -> None:
+        """Read the worker's answer to the setup: load notes and missing names, or why it failed."""
         if isinstance(reply, StudentError):
             self.load_error = str(reply)
             if "did not return" in self.load_error:
@@ -209,7 +239,7 @@ class WorkerBackend:
         """Run the student's `name` on the arguments; the decoded result or `StudentError`."""
         if self.load_error:
             raise StudentError(self.load_error)
-        if self.proc is None:
+        if not self._running():
             start = time.monotonic()
             try:
                 self._start()
@@ -217,8 +247,7 @@ class WorkerBackend:
                 self.load_seconds += time.monotonic() - start
         if name in self.missing:
             raise StudentError(f"{name} is not defined in your submission; define a function with this name")
-        self.conn_out.send_bytes(pickle.dumps((name, args, kwargs)))
-        reply = self._receive(timeout, name)
+        reply = self._exchange(name, args, kwargs, timeout)
         if isinstance(reply, StudentError):
             raise reply
         try:
@@ -236,6 +265,14 @@ class WorkerBackend:
             raise
         except Exception as error:  # noqa: BLE001 - anything refused by the safe unpickler
             raise StudentError(f"{name} returned something the grader does not accept ({error})") from None
+
+    def _running(self) -> bool:
+        return self.proc is not None
+
+    def _exchange(self, name: str, args: tuple, kwargs: dict, timeout: float):
+        """Send one call to the worker; its reply (bytes) or a `StudentError`."""
+        self.conn_out.send_bytes(pickle.dumps((name, args, kwargs)))
+        return self._receive(timeout, name)
 
     def _wait_for_sandbox(self) -> None:
         """Wait (up to 10 s) until bwrap's PID-namespace init, and so every process in it, is gone."""
@@ -281,3 +318,57 @@ def _split_reply(reply: bytes) -> tuple:
     problem, payload, output, *rest = decode_result(reply)
     mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
     return (str(problem) if problem is not None else None), payload, str(output), mutated
+
+# %% ../../nbs/grading/09_worker.ipynb #c4d2e8f1
+class InProcessBackend(WorkerBackend):
+    """`WorkerBackend` without the process, for trusted code only (references, planted bugs).
+
+    The worker's `load_submission` and `serve_call` run here and their replies are read as a
+    worker's. Nothing is isolated and loading has no time limit; a call's limit is an alarm
+    (main thread only). While it runs, ``COURSE_LLM_GRADING`` is set (the submission's own
+    `check` calls are skipped, as in a worker) and the exercise's forbidden functions are
+    switched off with `forbid` (they are not removed from the package as in the sandbox), so
+    use one at a time, from the main thread.
+
+    Args:
+        cells: the submission's code (`read_submission`).
+        exercise: the exercise being graded.
+        module_name: ``__name__`` the code sees (``"__main__"`` for notebooks).
+        max_output: characters the code may print per call (and per cell while loading).
+    """
+
+    def __init__(self, cells: list, exercise: Exercise, module_name: str = "__main__",
+                 max_output: int = 100_000):
+        super().__init__(cells, exercise, module_name=module_name, max_output=max_output)
+        self.namespace = None
+
+    @contextlib.contextmanager
+    def _as_worker(self):
+        saved = os.environ.get("COURSE_LLM_GRADING")
+        os.environ["COURSE_LLM_GRADING"] = "1"
+        try:
+            with forbid(self.exercise.forbidden):
+                yield
+        finally:
+            if saved is None:
+                os.environ.pop("COURSE_LLM_GRADING", None)
+            else:
+                os.environ["COURSE_LLM_GRADING"] = saved
+
+    def _running(self) -> bool:
+        return self.namespace is not None
+
+    def _start(self) -> None:
+        with self._as_worker():
+            self.namespace, reply = load_submission(self._setup())
+        self._first_reply(reply)
+
+    def _exchange(self, name: str, args: tuple, kwargs: dict, timeout: float) -> bytes:
+        request = pickle.loads(pickle.dumps((name, args, kwargs)))   # the worker's own copies
+        with self._as_worker():
+            return serve_call(self.namespace, self._setup(), request, time_limit=timeout)
+
+    def close(self) -> None:
+        """Forget the submission's namespace."""
+        self.namespace = None
+
