@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import math
 import os
 import pkgutil
 import random
@@ -18,15 +17,17 @@ from typing import Any, Callable
 
 from .sandbox import decode_result, forbid, guarded_call, short
 
-# the report types have their own page (08_report); re-exported here
+# the report types have their own page (08_report), the assertions of a check theirs (10_assertions);
+# both are re-exported here
+from .assertions import CheckFailed, expect, expect_close, expect_tensor_close, torch_generator
 from .report import CheckResult, Report
 
-_all_ = ["CheckResult", "Report"]
+_all_ = ["CheckResult", "Report", "CheckFailed", "expect", "expect_close", "expect_tensor_close", "torch_generator"]
 
 # %% auto #0
-__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close',
-           'torch_generator', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'Student', 'run_checks',
-           'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report']
+__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise',
+           'Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed',
+           'expect', 'expect_close', 'expect_tensor_close', 'torch_generator']
 
 # %% ../../nbs/grading/00_core.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -36,85 +37,6 @@ class GradingError(Exception):
 class StudentError(Exception):
     """A call into the student's code did not return a usable value; the message says why."""
 
-
-class CheckFailed(AssertionError):
-    """Raised by a check when the student's result is wrong; the message says how."""
-
-
-def expect(condition: bool, message: str) -> None:
-    """Fail the current check with `message` unless `condition` holds.
-
-    Args:
-        condition: what must be true.
-        message: what the student sees when it is not (show the input and both results).
-
-    Example:
-        >>> expect(1 + 1 == 2, "arithmetic is broken")
-    """
-    if not condition:
-        raise CheckFailed(message)
-
-
-def expect_close(got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6) -> None:
-    """Fail unless `got` is a number within `abs_ + rel * |want|` of `want` (the allclose rule).
-
-    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else fails
-    with a message saying what was returned.
-
-    Args:
-        got: the student's result.
-        want: the oracle's value.
-        what: the call that produced `got`, for the message.
-        rel: relative tolerance.
-        abs_: absolute tolerance.
-
-    Example:
-        >>> expect_close(2.0000001, 2.0, "f(1)")
-    """
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"{what} returned {short(got)}, which is not a number") from None
-    if math.isinf(want) or math.isnan(want):
-        ok = value == want or (math.isnan(want) and math.isnan(value))
-    else:
-        ok = abs(value - want) <= abs_ + rel * abs(want)
-    expect(ok, f"{what} returned {value!r}, expected {want!r}")
-
-# %% ../../nbs/grading/00_core.ipynb #0a197bdf
-def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a finite tensor of `want`'s shape within `atol` of it everywhere.
-
-    Args:
-        got: the student's result.
-        want: the oracle's tensor.
-        what: the call that produced `got`, for the message.
-        atol: largest allowed absolute difference (compared in float64).
-
-    Example:
-        >>> import torch
-        >>> expect_tensor_close(torch.ones(2) + 1e-7, torch.ones(2), "f(x)")
-    """
-    import torch  # only tensor checks need torch; the grader itself does not
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def torch_generator(rng: random.Random):
-    """A `torch.Generator` seeded from a check's `random.Random`, so tensor inputs follow the check's seed.
-
-    Example:
-        >>> import random
-        >>> torch_generator(random.Random(0)).initial_seed() == torch_generator(random.Random(0)).initial_seed()
-        True
-    """
-    import torch
-    return torch.Generator().manual_seed(rng.randrange(2**31))
 
 # %% ../../nbs/grading/00_core.ipynb #e6cc8400
 @dataclass
