@@ -11,7 +11,6 @@ from typing import Any
 
 from .sandbox import short
 
-
 # %% auto #0
 __all__ = ['CheckFailed', 'expect', 'expect_close', 'expect_tensor_close', 'torch_generator']
 
@@ -34,7 +33,9 @@ def expect(condition: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
-def expect_close(got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6) -> None:
+def expect_close(
+    got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6
+) -> None:
     """Fail unless `got` is a number within `abs_ + rel * |want|` of `want` (the allclose rule).
 
     `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else fails
@@ -53,7 +54,9 @@ def expect_close(got: Any, want: float, what: str, rel: float = 1e-5, abs_: floa
     try:
         value = float(got)
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what} returned {short(got)}, which is not a number") from None
+        raise CheckFailed(
+            f"{what} returned {short(got)}, which is not a number"
+        ) from None
     if math.isinf(want) or math.isnan(want):
         ok = value == want or (math.isnan(want) and math.isnan(value))
     else:
@@ -75,13 +78,21 @@ def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
         >>> expect_tensor_close(torch.ones(2) + 1e-7, torch.ones(2), "f(x)")
     """
     import torch  # only tensor checks need torch; the grader itself does not
+
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
+    expect(
+        tuple(got.shape) == tuple(want.shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}",
+    )
     expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
     err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
+    expect(
+        err <= atol,
+        f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})",
+    )
 
 
 def torch_generator(rng: random.Random):
@@ -93,4 +104,5 @@ def torch_generator(rng: random.Random):
         True
     """
     import torch
+
     return torch.Generator().manual_seed(rng.randrange(2**31))
