@@ -7,7 +7,6 @@ the student's side, `WorkerBackend` on the grader's."""
 from __future__ import annotations
 
 import builtins
-import contextlib
 import linecache
 import os
 import pickle
@@ -39,7 +38,7 @@ from .sandbox import forbid, guarded_call
 from .transport import decode_result, dump_plain
 
 # %% auto #0
-__all__ = ['load_submission', 'serve_call', 'worker_main', 'WorkerBackend', 'short_error', 'InProcessBackend']
+__all__ = ['load_submission', 'serve_call', 'worker_main', 'WorkerBackend', 'short_error']
 
 # %% ../../nbs/grading/09_worker.ipynb #9e3f69eb
 def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
@@ -417,67 +416,3 @@ def _split_reply(reply: bytes) -> tuple:
         str(output),
         mutated,
     )
-
-# %% ../../nbs/grading/09_worker.ipynb #c4d2e8f1
-class InProcessBackend(WorkerBackend):
-    """`WorkerBackend` without the process, for trusted code only (references, planted bugs).
-
-    The worker's `load_submission` and `serve_call` run here and their replies are read as a
-    worker's. Nothing is isolated and loading has no time limit; a call's limit is an alarm
-    (main thread only). While it runs, ``COURSE_LLM_GRADING`` is set (the submission's own
-    `check` calls are skipped, as in a worker) and the exercise's forbidden functions are
-    switched off with `forbid` (they are not removed from the package as in the sandbox), so
-    use one at a time, from the main thread.
-
-    Args:
-        cells: the submission's code (`read_submission`).
-        exercise: the exercise being graded.
-        module_name: ``__name__`` the code sees (``"__main__"`` for notebooks).
-        max_output: characters the code may print per call (and per cell while loading).
-    """
-
-    def __init__(
-        self,
-        cells: list,
-        exercise: Exercise,
-        module_name: str = "__main__",
-        max_output: int = 100_000,
-    ):
-        super().__init__(
-            cells, exercise, module_name=module_name, max_output=max_output
-        )
-        self.namespace = None
-
-    @contextlib.contextmanager
-    def _as_worker(self):
-        saved = os.environ.get("COURSE_LLM_GRADING")
-        os.environ["COURSE_LLM_GRADING"] = "1"
-        try:
-            with forbid(self.exercise.forbidden):
-                yield
-        finally:
-            if saved is None:
-                os.environ.pop("COURSE_LLM_GRADING", None)
-            else:
-                os.environ["COURSE_LLM_GRADING"] = saved
-
-    def _running(self) -> bool:
-        return self.namespace is not None
-
-    def _start(self) -> None:
-        with self._as_worker():
-            self.namespace, reply = load_submission(self._setup())
-        self._first_reply(reply)
-
-    def _exchange(self, name: str, args: tuple, kwargs: dict, timeout: float) -> bytes:
-        request = pickle.loads(
-            pickle.dumps((name, args, kwargs))
-        )  # the worker's own copies
-        with self._as_worker():
-            return serve_call(
-                self.namespace, self._setup(), request, time_limit=timeout
-            )
-
-    def close(self) -> None:
-        """Forget the submission's namespace."""
-        self.namespace = None
