@@ -15,6 +15,7 @@ from pathlib import Path
 from course_llm.grading import exercises, get_exercise
 from course_llm.grading.core import run_checks
 from course_llm.grading.runner import WorkerBackend, exercise_for, read_submission
+from course_llm.grading.inprocess import InProcessBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "grading_fixtures"
@@ -46,18 +47,24 @@ def header(path: Path, key: str) -> str:
     return found.group(1).strip()
 
 
-def grade_seeds(path: Path, seeds: list) -> list:
-    """Grade `path` once per seed (None draws a fresh one), all in one sandboxed worker.
+def grade_seeds(path: Path, seeds: list, sandboxed: bool = True) -> list:
+    """Grade `path` once per seed (None draws a fresh one), all in one worker.
 
     This is `grade_file` (same reading, exercise, worker and `run_checks`) without restarting
     the worker between seeds: starting a worker (a sandbox, Python, torch, the submission's
     cells) costs far more than the checks, and the checks of one report already share a worker.
+    With ``sandboxed=False`` the worker's code runs in this process (`InProcessBackend`): for
+    the course's own trusted files only, one at a time, from the main thread.
     """
     path = Path(path)
     cells = read_submission(path)
     ex = exercise_for(path, cells)
-    backend = WorkerBackend(cells, ex, module_name="__main__" if path.suffix == ".ipynb" else "submission",
-                            load_timeout=FAST["total_timeout"], files={path.name: path.read_bytes()})
+    module_name = "__main__" if path.suffix == ".ipynb" else "submission"
+    if sandboxed:
+        backend = WorkerBackend(cells, ex, module_name=module_name, load_timeout=FAST["total_timeout"],
+                                files={path.name: path.read_bytes()})
+    else:
+        backend = InProcessBackend(cells, ex, module_name=module_name)
     try:
         return [run_checks(ex, backend, str(path), seed, **FAST) for seed in seeds]
     finally:
@@ -65,9 +72,20 @@ def grade_seeds(path: Path, seeds: list) -> list:
 
 
 def grade_many(paths: list, seeds: list) -> list:
-    """`grade_seeds` over several files, four workers at a time; one list of reports per file."""
+    """`grade_seeds` over several files, four sandboxed workers at a time; one list of reports per file."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda p: grade_seeds(p, seeds), paths))
+
+
+def grade_trusted(paths: list, seeds: list) -> list:
+    """`grade_seeds` over the course's own files (references, stubs, planted bugs) in this process,
+    one after the other: no worker to start, the same loading, calls and `run_checks`."""
+    return [grade_seeds(p, seeds, sandboxed=False) for p in paths]
+
+
+def verdicts(report) -> list:
+    """What a report says about each check: name, points earned, passed, message."""
+    return [(r.name, r.points, r.passed, r.message) for r in report.results]
 
 
 def submission(folder: Path, name: str, code: str, reference: bool = True) -> Path:

@@ -5,10 +5,37 @@ __all__ = []
 
 # %% ../../nbs/grading/index.ipynb #c6563259
 from course_llm.grading.core import (
-    Check, CheckFailed, Exercise, GradingError, Report, StudentError, check, exercises, expect,
-    expect_close, expect_tensor_close, get_exercise, register, run_checks, torch_generator,
+    Check,
+    CheckFailed,
+    Exercise,
+    GradingError,
+    Report,
+    StudentError,
+    check,
+    exercises,
+    expect,
+    expect_close,
+    expect_tensor_close,
+    get_exercise,
+    register,
+    run_checks,
+    torch_generator,
 )
 
-__all__ = ["Check", "CheckFailed", "Exercise", "GradingError", "Report", "StudentError",
-           "check", "exercises", "expect", "expect_close", "expect_tensor_close",
-           "get_exercise", "register", "run_checks", "torch_generator"]
+__all__ = [
+    "Check",
+    "CheckFailed",
+    "Exercise",
+    "GradingError",
+    "Report",
+    "StudentError",
+    "check",
+    "exercises",
+    "expect",
+    "expect_close",
+    "expect_tensor_close",
+    "get_exercise",
+    "register",
+    "run_checks",
+    "torch_generator",
+]

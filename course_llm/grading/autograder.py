@@ -20,7 +20,9 @@ __all__ = ['SETUP_SH', 'RUN_AUTOGRADER', 'build_wheel', 'build_autograder']
 
 # %% ../../nbs/grading/06_autograder.ipynb #87fb372a
 def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    digest = (
+        base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    )
     return f"{name},sha256={digest},{len(data)}"
 
 
@@ -42,12 +44,20 @@ def build_wheel() -> tuple[str, bytes]:
     files = {}
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            files[f"course_llm/{path.relative_to(package).as_posix()}"] = path.read_bytes()
-    files[f"{info}/METADATA"] = ("Metadata-Version: 2.1\nName: course_llm\n"
-                                 f"Version: {version}\nRequires-Python: >=3.10\n"
-                                 + "".join(f"Requires-Dist: {r}\n" for r in requires)).encode()
-    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: course_llm\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ncourse-llm = course_llm.grading.cli:main\n"
+            files[f"course_llm/{path.relative_to(package).as_posix()}"] = (
+                path.read_bytes()
+            )
+    files[f"{info}/METADATA"] = (
+        "Metadata-Version: 2.1\nName: course_llm\n"
+        f"Version: {version}\nRequires-Python: >=3.10\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    ).encode()
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: course_llm\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    files[f"{info}/entry_points.txt"] = (
+        b"[console_scripts]\ncourse-llm = course_llm.grading.cli:main\n"
+    )
     record = [_record_line(n, d) for n, d in files.items()] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     buffer = io.BytesIO()
@@ -84,7 +94,9 @@ exit 0
 """
 
 
-def build_autograder(names: list, out: str, timeout: float = 5.0, total_timeout: float = 60.0) -> Path:
+def build_autograder(
+    names: list, out: str, timeout: float = 5.0, total_timeout: float = 60.0
+) -> Path:
     """Write Gradescope's autograder zip for the exercises `names` to `out`.
 
     Args:
@@ -102,17 +114,27 @@ def build_autograder(names: list, out: str, timeout: float = 5.0, total_timeout:
         raise ValueError("names must be a non-empty list of exercise names")
     for name in names:
         get_exercise(name)
-    options = " ".join([f"--require {n}" for n in names] + [f"--timeout {timeout:g}",
-                                                            f"--total-timeout {total_timeout:g}"])
+    options = " ".join(
+        [f"--require {n}" for n in names]
+        + [f"--timeout {timeout:g}", f"--total-timeout {total_timeout:g}"]
+    )
     if len(names) == 1:
         options = f"--exercise {names[0]} " + options
     wheel_name, wheel = build_wheel()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER.format(options=options))):
+        for name, text in (
+            ("setup.sh", SETUP_SH),
+            ("run_autograder", RUN_AUTOGRADER.format(options=options)),
+        ):
             info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))
             info.external_attr = 0o755 << 16
             z.writestr(info, text)
-        z.writestr(zipfile.ZipInfo(f"wheels/{wheel_name}", (2020, 1, 1, 0, 0, 0)), wheel)
-        z.writestr(zipfile.ZipInfo("exercises.txt", (2020, 1, 1, 0, 0, 0)), "\n".join(names) + "\n")
+        z.writestr(
+            zipfile.ZipInfo(f"wheels/{wheel_name}", (2020, 1, 1, 0, 0, 0)), wheel
+        )
+        z.writestr(
+            zipfile.ZipInfo("exercises.txt", (2020, 1, 1, 0, 0, 0)),
+            "\n".join(names) + "\n",
+        )
     return write_atomic(out, buffer.getvalue())

@@ -14,8 +14,19 @@ import sys
 from pathlib import Path
 
 from ..core import write_atomic
-from .core import CheckResult, GradingError, Report, exercises, get_exercise
-from .formats import gradebook_csv, gradescope_results, reports_to_json, summary_table
+from course_llm.grading.core import (
+    CheckResult,
+    GradingError,
+    Report,
+    exercises,
+    get_exercise,
+)
+from course_llm.grading.formats import (
+    gradebook_csv,
+    gradescope_results,
+    reports_to_json,
+    summary_table,
+)
 from .isolation import Limits
 from .runner import grade_path
 from .autograder import build_autograder
@@ -52,13 +63,19 @@ def strip_solutions(source: str, where: str = "cell") -> str:
             indent, edge, kind = found.groups()
             if edge == "BEGIN":
                 if region:
-                    raise ValueError(f"{where}, line {number}: BEGIN {kind} inside an open {region} region")
+                    raise ValueError(
+                        f"{where}, line {number}: BEGIN {kind} inside an open {region} region"
+                    )
                 region = kind
                 if kind == "SOLUTION":
-                    out.append(f'{indent}raise NotImplementedError("write your solution here")\n')
+                    out.append(
+                        f'{indent}raise NotImplementedError("write your solution here")\n'
+                    )
             else:
                 if region != kind:
-                    raise ValueError(f"{where}, line {number}: END {kind} without a matching BEGIN")
+                    raise ValueError(
+                        f"{where}, line {number}: END {kind} without a matching BEGIN"
+                    )
                 region = None
             continue
         if region is None:
@@ -104,8 +121,11 @@ def notebook_text(nb: dict) -> str:
     return nb2str(nb)
 
 
-def make_student(solutions: str = "exercises/solutions", out: str = "exercises",
-                 check_only: bool = False) -> list:
+def make_student(
+    solutions: str = "exercises/solutions",
+    out: str = "exercises",
+    check_only: bool = False,
+) -> list:
     """Write ``out/NAME.ipynb`` for every ``solutions/NAME.ipynb``; with `check_only`, write nothing.
 
     Returns:
@@ -117,11 +137,15 @@ def make_student(solutions: str = "exercises/solutions", out: str = "exercises",
     """
     solutions, out = Path(solutions), Path(out)
     if not solutions.is_dir():
-        raise GradingError(f"{solutions}: no such folder; run from the course repository or pass --solutions")
+        raise GradingError(
+            f"{solutions}: no such folder; run from the course repository or pass --solutions"
+        )
     changed = []
     for ref in sorted(solutions.glob("*.ipynb")):
         try:
-            text = notebook_text(make_student_notebook(json.loads(ref.read_text(encoding="utf-8"))))
+            text = notebook_text(
+                make_student_notebook(json.loads(ref.read_text(encoding="utf-8")))
+            )
         except (ValueError, json.JSONDecodeError) as error:
             raise GradingError(f"{ref}: {error}") from None
         target = out / ref.name
@@ -133,36 +157,101 @@ def make_student(solutions: str = "exercises/solutions", out: str = "exercises",
 
 # %% ../../nbs/grading/03_cli.ipynb #fde02605
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="course-llm", description="Graded exercises of course_llm.")
+    parser = argparse.ArgumentParser(
+        prog="course-llm", description="Graded exercises of course_llm."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade a notebook, a .py file or a folder of submissions")
+    g = sub.add_parser(
+        "grade", help="grade a notebook, a .py file or a folder of submissions"
+    )
     g.add_argument("path", help="a .ipynb, a .py, or a folder of them")
     g.add_argument("--exercise", help="exercise name, when the file does not say it")
-    g.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
-    g.add_argument("--timeout", type=float, default=5.0, help="seconds per check (default 5)")
-    g.add_argument("--total-timeout", type=float, default=60.0,
-                   help="seconds per submission, loading included (default 60)")
-    g.add_argument("--seed", type=int, help="seed of the random inputs (default: fresh)")
-    g.add_argument("--jobs", type=int, default=1, help="submissions graded at once (folder mode)")
-    g.add_argument("--max-output", type=int, default=100_000, help="characters a call may print")
+    g.add_argument(
+        "--json", metavar="FILE", help="also write the results as JSON to FILE"
+    )
+    g.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds per check (default 5)"
+    )
+    g.add_argument(
+        "--total-timeout",
+        type=float,
+        default=60.0,
+        help="seconds per submission, loading included (default 60)",
+    )
+    g.add_argument(
+        "--seed", type=int, help="seed of the random inputs (default: fresh)"
+    )
+    g.add_argument(
+        "--jobs", type=int, default=1, help="submissions graded at once (folder mode)"
+    )
+    g.add_argument(
+        "--max-output", type=int, default=100_000, help="characters a call may print"
+    )
     g.add_argument("--quiet", action="store_true", help="folder mode: only the summary")
-    g.add_argument("--csv", metavar="FILE", help="also write a gradebook: one row per student, one column "
-                   "per exercise, and the total")
-    g.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json to FILE")
-    g.add_argument("--require", metavar="EXERCISE", action="append", default=[],
-                   help="an exercise that must be present (a missing one scores 0 with a note); repeatable")
-    g.add_argument("--sandbox", choices=("auto", "bwrap", "rlimits"), default="auto",
-                   help="isolation of the workers: bubblewrap when installed (auto), or limits only")
-    g.add_argument("--memory", type=int, default=Limits.memory_mb, help="MiB of address space per worker")
-    g.add_argument("--max-file", type=int, default=Limits.file_mb, help="MiB a worker may write to one file")
-    a = sub.add_parser("gradescope-autograder", help="build the zip that Gradescope's autograder runs")
+    g.add_argument(
+        "--csv",
+        metavar="FILE",
+        help="also write a gradebook: one row per student, one column "
+        "per exercise, and the total",
+    )
+    g.add_argument(
+        "--gradescope",
+        metavar="FILE",
+        help="also write Gradescope's results.json to FILE",
+    )
+    g.add_argument(
+        "--require",
+        metavar="EXERCISE",
+        action="append",
+        default=[],
+        help="an exercise that must be present (a missing one scores 0 with a note); repeatable",
+    )
+    g.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "rlimits"),
+        default="auto",
+        help="isolation of the workers: bubblewrap when installed (auto), or limits only",
+    )
+    g.add_argument(
+        "--memory",
+        type=int,
+        default=Limits.memory_mb,
+        help="MiB of address space per worker",
+    )
+    g.add_argument(
+        "--max-file",
+        type=int,
+        default=Limits.file_mb,
+        help="MiB a worker may write to one file",
+    )
+    a = sub.add_parser(
+        "gradescope-autograder", help="build the zip that Gradescope's autograder runs"
+    )
     a.add_argument("exercises", nargs="+", metavar="EXERCISE", help="exercise names")
-    a.add_argument("-o", "--output", default="autograder.zip", help="the zip to write (default autograder.zip)")
-    a.add_argument("--timeout", type=float, default=5.0, help="seconds per check (default 5)")
-    a.add_argument("--total-timeout", type=float, default=60.0, help="seconds per submission (default 60)")
-    m = sub.add_parser("make-student", help="generate exercises/NAME.ipynb from exercises/solutions/")
-    m.add_argument("--check", action="store_true", help="only compare; exit 1 if any would change")
-    m.add_argument("--solutions", default="exercises/solutions", help="reference notebooks")
+    a.add_argument(
+        "-o",
+        "--output",
+        default="autograder.zip",
+        help="the zip to write (default autograder.zip)",
+    )
+    a.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds per check (default 5)"
+    )
+    a.add_argument(
+        "--total-timeout",
+        type=float,
+        default=60.0,
+        help="seconds per submission (default 60)",
+    )
+    m = sub.add_parser(
+        "make-student", help="generate exercises/NAME.ipynb from exercises/solutions/"
+    )
+    m.add_argument(
+        "--check", action="store_true", help="only compare; exit 1 if any would change"
+    )
+    m.add_argument(
+        "--solutions", default="exercises/solutions", help="reference notebooks"
+    )
     m.add_argument("--out", default="exercises", help="where the student notebooks go")
     sub.add_parser("list", help="list the known exercises")
     return parser
@@ -174,9 +263,27 @@ def _missing(reports: list, required: list) -> list:
     for name in dict.fromkeys(required):
         if name not in seen:
             ex = get_exercise(name)
-            results = [CheckResult(c.name, 0, c.points, False, "no submission of this exercise was found", "",
-                                   c.visibility) for c in ex.checks]
-            out.append(Report(name, "(missing)", results, 0, [f"no submission of {name} was found"]))
+            results = [
+                CheckResult(
+                    c.name,
+                    0,
+                    c.points,
+                    False,
+                    "no submission of this exercise was found",
+                    "",
+                    c.visibility,
+                )
+                for c in ex.checks
+            ]
+            out.append(
+                Report(
+                    name,
+                    "(missing)",
+                    results,
+                    0,
+                    [f"no submission of {name} was found"],
+                )
+            )
     return out
 
 
@@ -196,26 +303,45 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "make-student":
             changed = make_student(args.solutions, args.out, check_only=args.check)
             for path in changed:
-                print(f"{'differs from its reference' if args.check else 'wrote'}: {path}")
+                print(
+                    f"{'differs from its reference' if args.check else 'wrote'}: {path}"
+                )
             if args.check and changed:
-                print("run 'course-llm make-student' and commit the result", file=sys.stderr)
+                print(
+                    "run 'course-llm make-student' and commit the result",
+                    file=sys.stderr,
+                )
                 return 1
             return 0
         if args.command == "gradescope-autograder":
             if args.timeout <= 0 or args.total_timeout <= 0:
                 raise GradingError("--timeout and --total-timeout must be positive")
-            print(f"wrote {build_autograder(args.exercises, args.output, args.timeout, args.total_timeout)}")
+            print(
+                f"wrote {build_autograder(args.exercises, args.output, args.timeout, args.total_timeout)}"
+            )
             return 0
         if args.timeout <= 0 or args.total_timeout <= 0 or args.jobs < 1:
-            raise GradingError("--timeout and --total-timeout must be positive and --jobs at least 1")
+            raise GradingError(
+                "--timeout and --total-timeout must be positive and --jobs at least 1"
+            )
         if args.memory < 256 or args.max_file < 1:
-            raise GradingError("--memory must be at least 256 (MiB) and --max-file at least 1 (MiB)")
+            raise GradingError(
+                "--memory must be at least 256 (MiB) and --max-file at least 1 (MiB)"
+            )
         for name in args.require:
             get_exercise(name)
         limits = Limits(memory_mb=args.memory, file_mb=args.max_file)
-        reports = grade_path(args.path, args.exercise, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
-                             total_timeout=args.total_timeout, max_output=args.max_output, limits=limits,
-                             sandbox=args.sandbox)
+        reports = grade_path(
+            args.path,
+            args.exercise,
+            jobs=args.jobs,
+            seed=args.seed,
+            timeout=args.timeout,
+            total_timeout=args.total_timeout,
+            max_output=args.max_output,
+            limits=limits,
+            sandbox=args.sandbox,
+        )
         reports += _missing(reports, args.require)
         folder = Path(args.path).is_dir()
         if not (folder and args.quiet):
@@ -224,12 +350,17 @@ def main(argv: list[str] | None = None) -> int:
             print("\n" + summary_table(reports))
         # every worker and everything it started is gone by now: grade_path closed them all
         if args.json:
-            write_atomic(args.json, json.dumps(reports_to_json(reports, folder), indent=2) + "\n")
+            write_atomic(
+                args.json, json.dumps(reports_to_json(reports, folder), indent=2) + "\n"
+            )
         if args.csv:
             root = args.path if folder else str(Path(args.path).parent)
             write_atomic(args.csv, gradebook_csv(reports, root))
         if args.gradescope:
-            write_atomic(args.gradescope, json.dumps(gradescope_results(reports), indent=2) + "\n")
+            write_atomic(
+                args.gradescope,
+                json.dumps(gradescope_results(reports), indent=2) + "\n",
+            )
         return 0
     except GradingError as error:
         print(f"course-llm: error: {error}", file=sys.stderr)

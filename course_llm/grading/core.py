@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import math
 import os
 import pkgutil
 import random
@@ -18,15 +17,31 @@ from typing import Any, Callable
 
 from .sandbox import decode_result, forbid, guarded_call, short
 
-# the report types have their own page (08_report); re-exported here
+# the report types have their own page (08_report), the assertions of a check theirs (10_assertions);
+# both are re-exported here
+from course_llm.grading.assertions import (
+    CheckFailed,
+    expect,
+    expect_close,
+    expect_tensor_close,
+    torch_generator,
+)
 from .report import CheckResult, Report
 
-_all_ = ["CheckResult", "Report"]
+_all_ = [
+    "CheckResult",
+    "Report",
+    "CheckFailed",
+    "expect",
+    "expect_close",
+    "expect_tensor_close",
+    "torch_generator",
+]
 
 # %% auto #0
-__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'CheckFailed', 'expect', 'expect_close', 'expect_tensor_close',
-           'torch_generator', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise', 'Student', 'run_checks',
-           'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report']
+__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise',
+           'Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed',
+           'expect', 'expect_close', 'expect_tensor_close', 'torch_generator']
 
 # %% ../../nbs/grading/00_core.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -35,86 +50,6 @@ class GradingError(Exception):
 
 class StudentError(Exception):
     """A call into the student's code did not return a usable value; the message says why."""
-
-
-class CheckFailed(AssertionError):
-    """Raised by a check when the student's result is wrong; the message says how."""
-
-
-def expect(condition: bool, message: str) -> None:
-    """Fail the current check with `message` unless `condition` holds.
-
-    Args:
-        condition: what must be true.
-        message: what the student sees when it is not (show the input and both results).
-
-    Example:
-        >>> expect(1 + 1 == 2, "arithmetic is broken")
-    """
-    if not condition:
-        raise CheckFailed(message)
-
-
-def expect_close(got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6) -> None:
-    """Fail unless `got` is a number within `abs_ + rel * |want|` of `want` (the allclose rule).
-
-    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else fails
-    with a message saying what was returned.
-
-    Args:
-        got: the student's result.
-        want: the oracle's value.
-        what: the call that produced `got`, for the message.
-        rel: relative tolerance.
-        abs_: absolute tolerance.
-
-    Example:
-        >>> expect_close(2.0000001, 2.0, "f(1)")
-    """
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"{what} returned {short(got)}, which is not a number") from None
-    if math.isinf(want) or math.isnan(want):
-        ok = value == want or (math.isnan(want) and math.isnan(value))
-    else:
-        ok = abs(value - want) <= abs_ + rel * abs(want)
-    expect(ok, f"{what} returned {value!r}, expected {want!r}")
-
-# %% ../../nbs/grading/00_core.ipynb #0a197bdf
-def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
-    """Fail unless `got` is a finite tensor of `want`'s shape within `atol` of it everywhere.
-
-    Args:
-        got: the student's result.
-        want: the oracle's tensor.
-        what: the call that produced `got`, for the message.
-        atol: largest allowed absolute difference (compared in float64).
-
-    Example:
-        >>> import torch
-        >>> expect_tensor_close(torch.ones(2) + 1e-7, torch.ones(2), "f(x)")
-    """
-    import torch  # only tensor checks need torch; the grader itself does not
-    if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(want.shape),
-           f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
-    expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    err = (got.detach().double() - want.detach().double()).abs().max().item()
-    expect(err <= atol, f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})")
-
-
-def torch_generator(rng: random.Random):
-    """A `torch.Generator` seeded from a check's `random.Random`, so tensor inputs follow the check's seed.
-
-    Example:
-        >>> import random
-        >>> torch_generator(random.Random(0)).initial_seed() == torch_generator(random.Random(0)).initial_seed()
-        True
-    """
-    import torch
-    return torch.Generator().manual_seed(rng.randrange(2**31))
 
 # %% ../../nbs/grading/00_core.ipynb #e6cc8400
 @dataclass
@@ -165,22 +100,36 @@ class Exercise:
         2
     """
 
-    def __init__(self, name: str, functions: list[str], title: str = "", forbidden: tuple = (),
-                 mutates: tuple = ()):
+    def __init__(
+        self,
+        name: str,
+        functions: list[str],
+        title: str = "",
+        forbidden: tuple = (),
+        mutates: tuple = (),
+    ):
         if not isinstance(name, str) or not name:
-            raise ValueError("name must be a non-empty string such as '01_ngram_counts'")
+            raise ValueError(
+                "name must be a non-empty string such as '01_ngram_counts'"
+            )
         if isinstance(functions, str) or not functions:
-            raise TypeError("functions must be a non-empty list of function names, e.g. ['count_ngrams']")
+            raise TypeError(
+                "functions must be a non-empty list of function names, e.g. ['count_ngrams']"
+            )
         self.name, self.functions, self.title = name, list(functions), title
         self.forbidden = tuple(forbidden)
         if isinstance(mutates, (str, int)):
             mutates = (mutates,)
         if any(isinstance(m, bool) or not isinstance(m, (str, int)) for m in mutates):
-            raise TypeError(f"mutates must hold argument names or positions, got {mutates!r}")
+            raise TypeError(
+                f"mutates must hold argument names or positions, got {mutates!r}"
+            )
         self.mutates = tuple(mutates)
         self.checks: list[Check] = []
 
-    def check(self, points: int = 1, hint: str = "", visibility: str = "visible") -> Callable:
+    def check(
+        self, points: int = 1, hint: str = "", visibility: str = "visible"
+    ) -> Callable:
         """Decorator adding a check; a check of the same name is replaced (re-run cells).
 
         `visibility` is ``"visible"``, or ``"hidden"`` / ``"after_due_date"`` /
@@ -189,7 +138,9 @@ class Exercise:
         if not isinstance(points, int) or isinstance(points, bool) or points < 1:
             raise ValueError(f"points must be a positive integer, got {points!r}")
         if visibility not in VISIBILITIES:
-            raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}; got {visibility!r}")
+            raise ValueError(
+                f"visibility must be one of {', '.join(VISIBILITIES)}; got {visibility!r}"
+            )
 
         def add(fn: Callable) -> Callable:
             self.checks = [c for c in self.checks if c.name != fn.__name__]
@@ -241,7 +192,9 @@ def get_exercise(name: str) -> Exercise:
     """
     known = exercises()
     if name not in known:
-        raise GradingError(f"unknown exercise {name!r}; known exercises: {', '.join(known) or 'none'}")
+        raise GradingError(
+            f"unknown exercise {name!r}; known exercises: {', '.join(known) or 'none'}"
+        )
     return known[name]
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
@@ -253,7 +206,9 @@ class Student:
 
     def __getattr__(self, name: str) -> Callable:
         if name.startswith("_") or name not in self._names:
-            raise AttributeError(f"the exercise does not ask for a function called {name!r}")
+            raise AttributeError(
+                f"the exercise does not ask for a function called {name!r}"
+            )
 
         def call(*args, **kwargs):
             self.calls += 1
@@ -262,8 +217,15 @@ class Student:
         return call
 
 
-def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", seed: int | None = None,
-               timeout: float = 5.0, total_timeout: float = 60.0, hidden: bool = True) -> Report:
+def run_checks(
+    exercise: Exercise,
+    backend: Any,
+    submission: str = "kernel",
+    seed: int | None = None,
+    timeout: float = 5.0,
+    total_timeout: float = 60.0,
+    hidden: bool = True,
+) -> Report:
     """Run every check of `exercise` against the student's code behind `backend`.
 
     Args:
@@ -281,7 +243,9 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
         The `Report` (without the hidden checks when `hidden` is False).
     """
     if timeout <= 0 or total_timeout <= 0:
-        raise ValueError("timeout and total_timeout must be positive numbers of seconds")
+        raise ValueError(
+            "timeout and total_timeout must be positive numbers of seconds"
+        )
     seed = random.randrange(2**31) if seed is None else int(seed)
     start = time.monotonic()
     results = []
@@ -291,8 +255,15 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
         now = time.monotonic()
         left = start + total_timeout - now
         if left <= 0:
-            why = getattr(backend, "load_error", None) or f"not run: the submission used up its {total_timeout:g} s"
-            results.append(CheckResult(chk.name, 0, chk.points, False, why, chk.hint, chk.visibility))
+            why = (
+                getattr(backend, "load_error", None)
+                or f"not run: the submission used up its {total_timeout:g} s"
+            )
+            results.append(
+                CheckResult(
+                    chk.name, 0, chk.points, False, why, chk.hint, chk.visibility
+                )
+            )
             continue
         limit = min(timeout, left)
         clock = {"deadline": now + limit}
@@ -321,33 +292,55 @@ def run_checks(exercise: Exercise, backend: Any, submission: str = "kernel", see
         except Exception as error:  # noqa: BLE001 - a result of the wrong shape or type
             message = f"your result could not be checked ({type(error).__name__}: {short(str(error), 200)})"
         passed = not message
-        results.append(CheckResult(chk.name, chk.points if passed else 0, chk.points, passed,
-                                   message, "" if passed else chk.hint, chk.visibility))
+        results.append(
+            CheckResult(
+                chk.name,
+                chk.points if passed else 0,
+                chk.points,
+                passed,
+                message,
+                "" if passed else chk.hint,
+                chk.visibility,
+            )
+        )
     notes = list(getattr(backend, "notes", []))
-    return Report(exercise.name, submission, results, seed, notes, time.monotonic() - start)
+    return Report(
+        exercise.name, submission, results, seed, notes, time.monotonic() - start
+    )
 
 # %% ../../nbs/grading/00_core.ipynb #9c490ec4
 class LocalBackend:
     """Runs the student's functions from a namespace in this process (for `check`)."""
 
     def __init__(self, namespace: dict, exercise: Exercise, max_output: int = 100_000):
-        self.namespace, self.exercise, self.max_output, self.notes = namespace, exercise, max_output, []
+        self.namespace, self.exercise, self.max_output, self.notes = (
+            namespace,
+            exercise,
+            max_output,
+            [],
+        )
 
     def call(self, name: str, args: tuple, kwargs: dict, timeout: float) -> Any:
         fn = self.namespace.get(name)
         if fn is None:
-            raise StudentError(f"{name} is not defined; run the cell that defines it first")
+            raise StudentError(
+                f"{name} is not defined; run the cell that defines it first"
+            )
         if not callable(fn):
             raise StudentError(f"{name} is a {type(fn).__name__}, not a function")
         for dotted in self.exercise.forbidden:
             module_name, _, attr = dotted.rpartition(".")
             if fn is getattr(importlib.import_module(module_name), attr, None):
-                raise StudentError(f"{name} is the package's own {dotted}; write your own")
+                raise StudentError(
+                    f"{name} is the package's own {dotted}; write your own"
+                )
         originals = (args, kwargs)
         args, kwargs = copy.deepcopy((args, kwargs))
         mutates = getattr(self.exercise, "mutates", ())
         with forbid(self.exercise.forbidden):
-            outcome = guarded_call(fn, args, kwargs, self.max_output, time_limit=timeout, mutates=mutates)
+            outcome = guarded_call(
+                fn, args, kwargs, self.max_output, time_limit=timeout, mutates=mutates
+            )
         if outcome.problem:
             raise StudentError(f"{name} {outcome.problem}")
         if outcome.mutated is not None:
@@ -371,13 +364,15 @@ def write_back(originals: tuple, mutated: dict) -> None:
     pairs = [(args[i], v) for i, v in mutated.get("args", {}).items()]
     pairs += [(kwargs[k], v) for k, v in mutated.get("kwargs", {}).items()]
     for old, new in pairs:
-        if hasattr(old, "copy_") and hasattr(old, "shape"):       # torch tensor
+        if hasattr(old, "copy_") and hasattr(old, "shape"):  # torch tensor
             if tuple(old.shape) != tuple(new.shape):
-                raise StudentError(f"changed the shape of an argument from {tuple(old.shape)} to "
-                                   f"{tuple(new.shape)}; write into it without resizing")
+                raise StudentError(
+                    f"changed the shape of an argument from {tuple(old.shape)} to "
+                    f"{tuple(new.shape)}; write into it without resizing"
+                )
             with __import__("torch").no_grad():
                 old.copy_(new)
-        elif hasattr(old, "shape") and hasattr(old, "dtype"):     # numpy array
+        elif hasattr(old, "shape") and hasattr(old, "dtype"):  # numpy array
             old[...] = new
         elif isinstance(old, list):
             old[:] = new
@@ -386,8 +381,13 @@ def write_back(originals: tuple, mutated: dict) -> None:
             old.update(new)
 
 
-def check(name: str, namespace: dict | None = None, seed: int | None = None, timeout: float = 5.0,
-          quiet: bool = False) -> Report | None:
+def check(
+    name: str,
+    namespace: dict | None = None,
+    seed: int | None = None,
+    timeout: float = 5.0,
+    quiet: bool = False,
+) -> Report | None:
     """Grade the functions defined in your notebook against exercise `name` and print the table.
 
     Args:
@@ -411,12 +411,21 @@ def check(name: str, namespace: dict | None = None, seed: int | None = None, tim
     exercise = get_exercise(name)
     if namespace is None:
         namespace = sys._getframe(1).f_globals
-    report = run_checks(exercise, LocalBackend(namespace, exercise), "kernel", seed, timeout, 10 * 60.0,
-                        hidden=False)
+    report = run_checks(
+        exercise,
+        LocalBackend(namespace, exercise),
+        "kernel",
+        seed,
+        timeout,
+        10 * 60.0,
+        hidden=False,
+    )
     unseen = [c for c in exercise.checks if c.visibility != "visible"]
     if unseen:
-        report.notes.append(f"{len(unseen)} hidden check(s) worth {sum(c.points for c in unseen)} point(s) "
-                            "run only when the instructor grades your submission")
+        report.notes.append(
+            f"{len(unseen)} hidden check(s) worth {sum(c.points for c in unseen)} point(s) "
+            "run only when the instructor grades your submission"
+        )
     if not quiet:
         print(report.table())
     return report

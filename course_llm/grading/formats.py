@@ -22,12 +22,18 @@ def summary_table(reports: list[Report]) -> str:
     names = [printable(r.submission) for r in reports]
     width = max([len("submission")] + [len(n) for n in names])
     ex_width = max([len("exercise")] + [len(printable(r.exercise)) for r in reports])
-    lines = [f"{'submission':<{width}}  {'exercise':<{ex_width}}  score  failed checks",
-             f"{'-' * width}  {'-' * ex_width}  -----  -------------"]
+    lines = [
+        f"{'submission':<{width}}  {'exercise':<{ex_width}}  score  failed checks",
+        f"{'-' * width}  {'-' * ex_width}  -----  -------------",
+    ]
     for name, r in zip(names, reports):
-        failed = ", ".join(c.name for c in r.results if not c.passed) or ("-" if r.results else r.notes[0])
-        lines.append(f"{name:<{width}}  {printable(r.exercise):<{ex_width}}  "
-                     f"{f'{r.score}/{r.max_score}':>5}  {printable(failed)}")
+        failed = ", ".join(c.name for c in r.results if not c.passed) or (
+            "-" if r.results else r.notes[0]
+        )
+        lines.append(
+            f"{name:<{width}}  {printable(r.exercise):<{ex_width}}  "
+            f"{f'{r.score}/{r.max_score}':>5}  {printable(failed)}"
+        )
     total, possible = sum(r.score for r in reports), sum(r.max_score for r in reports)
     lines.append(f"{len(reports)} submissions, {total}/{possible} points in all")
     return "\n".join(lines)
@@ -40,15 +46,20 @@ def reports_to_json(reports: list[Report], folder: bool) -> dict:
         return reports[0].to_dict()
     by_exercise: dict[str, dict] = {}
     for r in reports:
-        row = by_exercise.setdefault(printable(r.exercise),
-                                     {"submissions": 0, "mean_score": 0.0, "max_score": r.max_score})
+        row = by_exercise.setdefault(
+            printable(r.exercise),
+            {"submissions": 0, "mean_score": 0.0, "max_score": r.max_score},
+        )
         row["submissions"] += 1
         row["mean_score"] += r.score
     for row in by_exercise.values():
         row["mean_score"] = round(row["mean_score"] / row["submissions"], 3)
-    return {"score": sum(r.score for r in reports), "max_score": sum(r.max_score for r in reports),
-            "submissions": [r.to_dict() for r in reports],
-            "summary": {"submissions": len(reports), "by_exercise": by_exercise}}
+    return {
+        "score": sum(r.score for r in reports),
+        "max_score": sum(r.max_score for r in reports),
+        "submissions": [r.to_dict() for r in reports],
+        "summary": {"submissions": len(reports), "by_exercise": by_exercise},
+    }
 
 # %% ../../nbs/grading/05_formats.ipynb #44bc885c
 def gradescope_results(reports: list[Report]) -> dict:
@@ -64,13 +75,38 @@ def gradescope_results(reports: list[Report]) -> dict:
     for r in reports:
         exercise = printable(r.exercise)
         for c in r.results:
-            output = "" if c.passed else "\n".join(x for x in (printable(c.message, keep_newlines=True),
-                                                                 f"hint: {printable(c.hint)}" if c.hint else "") if x)
-            tests.append({"name": f"{exercise}: {printable(c.name)}", "score": c.points, "max_score": c.max_points,
-                          "output": output, "visibility": getattr(c, "visibility", "visible")})
-        notes += [f"{printable(r.submission)}: {printable(n, keep_newlines=True)}" for n in r.notes]
-    return {"score": sum(r.score for r in reports), "tests": tests, "output": "\n".join(notes),
-            "visibility": "visible", "stdout_visibility": "hidden"}
+            output = (
+                ""
+                if c.passed
+                else "\n".join(
+                    x
+                    for x in (
+                        printable(c.message, keep_newlines=True),
+                        f"hint: {printable(c.hint)}" if c.hint else "",
+                    )
+                    if x
+                )
+            )
+            tests.append(
+                {
+                    "name": f"{exercise}: {printable(c.name)}",
+                    "score": c.points,
+                    "max_score": c.max_points,
+                    "output": output,
+                    "visibility": getattr(c, "visibility", "visible"),
+                }
+            )
+        notes += [
+            f"{printable(r.submission)}: {printable(n, keep_newlines=True)}"
+            for n in r.notes
+        ]
+    return {
+        "score": sum(r.score for r in reports),
+        "tests": tests,
+        "output": "\n".join(notes),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+    }
 
 # %% ../../nbs/grading/05_formats.ipynb #c9df584d
 def student_id(submission: str, root: str) -> str:
@@ -103,7 +139,9 @@ def gradebook_csv(reports: list[Report], root: str) -> str:
         '=bob,,0,0
         ann,2,,2
     """
-    names = sorted({printable(r.exercise) for r in reports if r.results or r.exercise != "?"})
+    names = sorted(
+        {printable(r.exercise) for r in reports if r.results or r.exercise != "?"}
+    )
     rows: dict[str, dict] = {}
     for r in reports:
         row = rows.setdefault(student_id(r.submission, root), {})
@@ -114,6 +152,9 @@ def gradebook_csv(reports: list[Report], root: str) -> str:
     writer.writerow(["student"] + names + ["total"])
     for student in sorted(rows, key=_cell):
         row = rows[student]
-        writer.writerow([_cell(student)] + [row.get(n, "") for n in names]
-                        + [sum(v for k, v in row.items() if k in names)])
+        writer.writerow(
+            [_cell(student)]
+            + [row.get(n, "") for n in names]
+            + [sum(v for k, v in row.items() if k in names)]
+        )
     return out.getvalue()

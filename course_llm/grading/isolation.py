@@ -69,11 +69,13 @@ def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
     and `setuid`.
     """
     mib = 2**20
-    for kind, value in ((resource.RLIMIT_AS, limits.memory_mb * mib),
-                        (resource.RLIMIT_FSIZE, limits.file_mb * mib),
-                        (resource.RLIMIT_NOFILE, limits.open_files),
-                        (resource.RLIMIT_CPU, limits.cpu_seconds),
-                        (resource.RLIMIT_CORE, 0)):
+    for kind, value in (
+        (resource.RLIMIT_AS, limits.memory_mb * mib),
+        (resource.RLIMIT_FSIZE, limits.file_mb * mib),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_CORE, 0),
+    ):
         resource.setrlimit(kind, (value, value))
     if drop_to is not None:
         os.setgroups([])
@@ -95,24 +97,43 @@ def strip_definitions(source: str, names: set, message: str) -> str:
     lines = source.splitlines(keepends=True)
     functions = []
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name in names
+        ):
             functions.append(node)
         elif isinstance(node, ast.ClassDef) and node.name in names:
-            functions += [n for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    outer = [f for f in functions if not any(g is not f and g.lineno <= f.lineno and f.end_lineno <= g.end_lineno
-                                                 for g in functions)]
+            functions += [
+                n
+                for n in ast.walk(node)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+    outer = [
+        f
+        for f in functions
+        if not any(
+            g is not f and g.lineno <= f.lineno and f.end_lineno <= g.end_lineno
+            for g in functions
+        )
+    ]
     for fn in sorted(outer, key=lambda f: f.lineno, reverse=True):
         first, last = fn.body[0], fn.body[-1]
         indent = " " * first.col_offset
         start = first.lineno - 1
-        if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
-                and isinstance(first.value.value, str) and len(fn.body) > 1:
-            start = first.end_lineno        # keep the docstring
-        if first.lineno == fn.lineno:       # a one-line ``def f(): return x``
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(getattr(first, "value", None), ast.Constant)
+            and isinstance(first.value.value, str)
+            and len(fn.body) > 1
+        ):
+            start = first.end_lineno  # keep the docstring
+        if first.lineno == fn.lineno:  # a one-line ``def f(): return x``
             head = lines[fn.lineno - 1][: first.col_offset]
-            lines[fn.lineno - 1: last.end_lineno] = [f"{head}raise RuntimeError({message!r})\n"]
+            lines[fn.lineno - 1 : last.end_lineno] = [
+                f"{head}raise RuntimeError({message!r})\n"
+            ]
             continue
-        lines[start: last.end_lineno] = [f"{indent}raise RuntimeError({message!r})\n"]
+        lines[start : last.end_lineno] = [f"{indent}raise RuntimeError({message!r})\n"]
     return "".join(lines)
 
 # %% ../../nbs/grading/04_isolation.ipynb #48784eca
@@ -145,7 +166,9 @@ def package_view(forbidden: tuple) -> Path:
         package = _package_dir()
         root = Path(tempfile.mkdtemp(prefix="course-llm-view-"))
         atexit.register(shutil.rmtree, root, True)
-        shutil.copytree(package, root / "course_llm", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            package, root / "course_llm", ignore=shutil.ignore_patterns("__pycache__")
+        )
         targets: dict = {}
         for dotted in key:
             module_name, _, attr = dotted.rpartition(".")
@@ -160,9 +183,14 @@ def package_view(forbidden: tuple) -> Path:
                 targets.setdefault(path, set()).add(obj.__name__)
         for path, names in targets.items():
             copy = root / "course_llm" / path.relative_to(package)
-            message = (f"{', '.join(sorted(names))}: the reference implementation is not available "
-                       "while grading; this exercise asks you to write it")
-            copy.write_text(strip_definitions(path.read_text(encoding="utf-8"), names, message), encoding="utf-8")
+            message = (
+                f"{', '.join(sorted(names))}: the reference implementation is not available "
+                "while grading; this exercise asks you to write it"
+            )
+            copy.write_text(
+                strip_definitions(path.read_text(encoding="utf-8"), names, message),
+                encoding="utf-8",
+            )
         compileall.compile_dir(root / "course_llm", quiet=2)
         for folder, dirs, files in os.walk(root):
             os.chmod(folder, 0o755)
@@ -179,12 +207,30 @@ _NOTICE = threading.Event()
 
 
 def _bwrap_base() -> list:
-    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"]
+    return [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+    ]
 
 
 def _user_args() -> list:
-    return ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)] if os.getuid() == 0 else []
+    return (
+        ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+        if os.getuid() == 0
+        else []
+    )
 
 
 def sandbox_mode(requested: str = "auto") -> str:
@@ -211,21 +257,31 @@ def sandbox_mode(requested: str = "auto") -> str:
         works = False
         if sys.platform.startswith("linux") and shutil.which("bwrap"):
             try:
-                works = subprocess.run(_bwrap_base() + _user_args() + ["true"], capture_output=True,
-                                       timeout=30).returncode == 0
+                works = (
+                    subprocess.run(
+                        _bwrap_base() + _user_args() + ["true"],
+                        capture_output=True,
+                        timeout=30,
+                    ).returncode
+                    == 0
+                )
             except (OSError, subprocess.SubprocessError):
                 works = False
         _PROBE["ok"] = works
     if _PROBE["ok"]:
         return "bwrap"
     if requested == "bwrap":
-        raise GradingError("--sandbox bwrap: bubblewrap is missing or does not work here "
-                           "(install Debian's bubblewrap, or use --sandbox rlimits)")
+        raise GradingError(
+            "--sandbox bwrap: bubblewrap is missing or does not work here "
+            "(install Debian's bubblewrap, or use --sandbox rlimits)"
+        )
     if not _NOTICE.is_set():
         _NOTICE.set()
-        print("course-llm: bubblewrap (bwrap) not found: workers run with resource limits and a "
-              "subreaper only, without a private view of the machine (see exercises/README.md)",
-              file=sys.stderr)
+        print(
+            "course-llm: bubblewrap (bwrap) not found: workers run with resource limits and a "
+            "subreaper only, without a private view of the machine (see exercises/README.md)",
+            file=sys.stderr,
+        )
     return "rlimits"
 
 
@@ -241,7 +297,9 @@ def _repository_hideouts(package: Path) -> list:
     return args
 
 
-def worker_command(mode: str, workdir: Path, view: Path, python_code: str) -> tuple[list, Path]:
+def worker_command(
+    mode: str, workdir: Path, view: Path, python_code: str
+) -> tuple[list, Path]:
     """The command that starts a worker, and the working folder it will see.
 
     Args:
@@ -254,9 +312,29 @@ def worker_command(mode: str, workdir: Path, view: Path, python_code: str) -> tu
     package = _package_dir()
     if mode == "bwrap":
         boot = f"import sys; sys.path.insert(0, {str(package.parent)!r}); {python_code}"
-        args = _bwrap_base() + _user_args() + ["--bind", str(workdir), "/tmp", "--ro-bind", str(view / "course_llm"),
-                                                str(package)] + _repository_hideouts(package)
-        args += ["--chdir", "/tmp/submission", "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp"]
+        args = (
+            _bwrap_base()
+            + _user_args()
+            + [
+                "--bind",
+                str(workdir),
+                "/tmp",
+                "--ro-bind",
+                str(view / "course_llm"),
+                str(package),
+            ]
+            + _repository_hideouts(package)
+        )
+        args += [
+            "--chdir",
+            "/tmp/submission",
+            "--setenv",
+            "TMPDIR",
+            "/tmp",
+            "--setenv",
+            "HOME",
+            "/tmp",
+        ]
         return args + [sys.executable, "-I", "-B", "-c", boot], Path("/tmp/submission")
     boot = f"import sys; sys.path.insert(0, {str(view)!r}); {python_code}"
     return [sys.executable, "-I", "-B", "-c", boot], workdir / "submission"
@@ -307,7 +385,9 @@ def reap_orphans(live: set) -> int:
     """
     killed = 0
     for _ in range(100):
-        found = [pid for pid in _children() if pid not in live and _is_worker_descendant(pid)]
+        found = [
+            pid for pid in _children() if pid not in live and _is_worker_descendant(pid)
+        ]
         if not found:
             return killed
         for pid in found:
@@ -359,7 +439,9 @@ class PidsCgroup:
         killed = 0
         for _ in range(200):
             try:
-                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+                pids = [
+                    int(p) for p in (self.path / "cgroup.procs").read_text().split()
+                ]
             except OSError:
                 break
             if not pids:

@@ -70,30 +70,58 @@ class Report:
 
     def to_dict(self) -> dict:
         """JSON-ready form: ``score``, ``max_score``, ``checks`` (one entry per check) and context."""
-        checks = [{k: (printable(v, keep_newlines=True) if isinstance(v, str) else v) for k, v in vars(r).items()}
-                  for r in self.results]
-        return {"submission": printable(self.submission), "exercise": printable(self.exercise),
-                "score": self.score, "max_score": self.max_score, "seed": self.seed,
-                "elapsed": round(self.elapsed, 3), "notes": [printable(n, keep_newlines=True) for n in self.notes],
-                "checks": checks}
+        checks = [
+            {
+                k: (printable(v, keep_newlines=True) if isinstance(v, str) else v)
+                for k, v in vars(r).items()
+            }
+            for r in self.results
+        ]
+        return {
+            "submission": printable(self.submission),
+            "exercise": printable(self.exercise),
+            "score": self.score,
+            "max_score": self.max_score,
+            "seed": self.seed,
+            "elapsed": round(self.elapsed, 3),
+            "notes": [printable(n, keep_newlines=True) for n in self.notes],
+            "checks": checks,
+        }
 
     def table(self, width: int = 100) -> str:
         """The report as a text table: check, points, result, and message plus hint on failure."""
         name_w = max([len("check")] + [len(r.name) for r in self.results])
-        lines = [f"{printable(self.exercise)}  ({printable(self.submission)}, seed {self.seed})",
-                 f"{'check':<{name_w}}  points  result", f"{'-' * name_w}  ------  ------"]
+        lines = [
+            f"{printable(self.exercise)}  ({printable(self.submission)}, seed {self.seed})",
+            f"{'check':<{name_w}}  points  result",
+            f"{'-' * name_w}  ------  ------",
+        ]
         previous = None
         for r in self.results:
-            lines.append(f"{printable(r.name):<{name_w}}  {f'{r.points}/{r.max_points}':>6}  "
-                         f"{'pass' if r.passed else 'FAIL'}")
+            lines.append(
+                f"{printable(r.name):<{name_w}}  {f'{r.points}/{r.max_points}':>6}  "
+                f"{'pass' if r.passed else 'FAIL'}"
+            )
             if not r.passed:
-                message, previous = ("(the same as above)" if r.message == previous else r.message), r.message
+                message, previous = (
+                    ("(the same as above)" if r.message == previous else r.message),
+                    r.message,
+                )
                 for label, text in (("", message), ("hint: ", r.hint)):
                     if text:
-                        body = textwrap.shorten(printable(" ".join(text.split())), 600, placeholder=" …")
-                        lines += textwrap.wrap(label + body, width, initial_indent="    ",
-                                               subsequent_indent="      ")
-        lines += [f"{'-' * name_w}  ------", f"{'total':<{name_w}}  {f'{self.score}/{self.max_score}':>6}"]
+                        body = textwrap.shorten(
+                            printable(" ".join(text.split())), 600, placeholder=" …"
+                        )
+                        lines += textwrap.wrap(
+                            label + body,
+                            width,
+                            initial_indent="    ",
+                            subsequent_indent="      ",
+                        )
+        lines += [
+            f"{'-' * name_w}  ------",
+            f"{'total':<{name_w}}  {f'{self.score}/{self.max_score}':>6}",
+        ]
         lines += [f"note: {printable(n)}" for n in self.notes]
         return "\n".join(lines)
 

@@ -13,7 +13,14 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .core import Exercise, GradingError, Report, exercises, get_exercise, run_checks
+from course_llm.grading.core import (
+    Exercise,
+    GradingError,
+    Report,
+    exercises,
+    get_exercise,
+    run_checks,
+)
 from .isolation import Limits, sandbox_mode
 from .sandbox import printable
 
@@ -49,39 +56,70 @@ def read_submission(path: str) -> list[tuple[str, str]]:
     """
     path = Path(path)
     if not path.is_file():
-        raise GradingError(f"{path}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
+        raise GradingError(
+            f"{path}: no such file" + (" (it is a folder)" if path.is_dir() else "")
+        )
     if path.suffix == ".ipynb":
         try:
             nb = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise GradingError(f"{path}: not a valid notebook (not JSON: {error})") from None
+            raise GradingError(
+                f"{path}: not a valid notebook (not JSON: {error})"
+            ) from None
         except RecursionError:
-            raise GradingError(f"{path}: not a valid notebook (JSON nested too deeply)") from None
+            raise GradingError(
+                f"{path}: not a valid notebook (JSON nested too deeply)"
+            ) from None
         if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
             raise GradingError(f"{path}: not a valid notebook (no list of cells)")
-        sources = [(i, c.get("source", "")) for i, c in enumerate(nb["cells"], 1)
-                   if isinstance(c, dict) and c.get("cell_type") == "code"]
+        sources = [
+            (i, c.get("source", ""))
+            for i, c in enumerate(nb["cells"], 1)
+            if isinstance(c, dict) and c.get("cell_type") == "code"
+        ]
         for i, s in sources:
-            if not (isinstance(s, str) or isinstance(s, list) and all(isinstance(x, str) for x in s)):
-                raise GradingError(f"{path}: not a valid notebook (cell {i}: source is not text)")
-        cells = [(f"{path.name}, cell {i}", "".join(s) if isinstance(s, list) else s) for i, s in sources]
+            if not (
+                isinstance(s, str)
+                or isinstance(s, list)
+                and all(isinstance(x, str) for x in s)
+            ):
+                raise GradingError(
+                    f"{path}: not a valid notebook (cell {i}: source is not text)"
+                )
+        cells = [
+            (f"{path.name}, cell {i}", "".join(s) if isinstance(s, list) else s)
+            for i, s in sources
+        ]
     elif path.suffix == ".py":
         text = path.read_text(encoding="utf-8", errors="replace")
         parts = re.split(r"(?m)^# %%.*\n", text)
-        cells = [(f"{path.name}" + (f", cell {i}" if len(parts) > 1 else ""), p) for i, p in enumerate(parts, 1)]
+        cells = [
+            (f"{path.name}" + (f", cell {i}" if len(parts) > 1 else ""), p)
+            for i, p in enumerate(parts, 1)
+        ]
     else:
-        raise GradingError(f"{path}: cannot grade a '{path.suffix}' file; give a .ipynb, a .py or a folder")
+        raise GradingError(
+            f"{path}: cannot grade a '{path.suffix}' file; give a .ipynb, a .py or a folder"
+        )
     kept = []
     for label, source in cells:
-        if source.lstrip().startswith("%%") or re.search(r"(?m)^#\|\s*eval:\s*false", source):
+        if source.lstrip().startswith("%%") or re.search(
+            r"(?m)^#\|\s*eval:\s*false", source
+        ):
             continue
-        source = "".join(_MAGIC.sub(r"\1pass  # skipped by the grader: ", line, count=1)
-                         if _MAGIC.match(line) else line for line in source.splitlines(keepends=True))
+        source = "".join(
+            _MAGIC.sub(r"\1pass  # skipped by the grader: ", line, count=1)
+            if _MAGIC.match(line)
+            else line
+            for line in source.splitlines(keepends=True)
+        )
         kept.append((label, source))
     return kept
 
 
-def exercise_for(path: str, cells: list[tuple[str, str]], name: str | None = None) -> Exercise:
+def exercise_for(
+    path: str, cells: list[tuple[str, str]], name: str | None = None
+) -> Exercise:
     """The exercise a submission answers: `name`, else its marker line, else its file name.
 
     Raises:
@@ -96,14 +134,24 @@ def exercise_for(path: str, cells: list[tuple[str, str]], name: str | None = Non
     stem = Path(path).stem
     matches = [n for n in exercises() if n in stem]
     if not matches:
-        raise GradingError(f"{path}: cannot tell which exercise this is; pass --exercise NAME "
-                           "(course-llm list shows the names)")
+        raise GradingError(
+            f"{path}: cannot tell which exercise this is; pass --exercise NAME "
+            "(course-llm list shows the names)"
+        )
     return get_exercise(max(matches, key=len))
 
 # %% ../../nbs/grading/02_runner.ipynb #92a4b461
-def grade_file(path: str, exercise: str | None = None, seed: int | None = None,
-               timeout: float = 5.0, total_timeout: float = 60.0, max_output: int = 100_000,
-               limits: Limits | None = None, sandbox: str = "auto", label: str | None = None) -> Report:
+def grade_file(
+    path: str,
+    exercise: str | None = None,
+    seed: int | None = None,
+    timeout: float = 5.0,
+    total_timeout: float = 60.0,
+    max_output: int = 100_000,
+    limits: Limits | None = None,
+    sandbox: str = "auto",
+    label: str | None = None,
+) -> Report:
     """Grade one submission (a notebook or a .py file) in a sandboxed worker process.
 
     Args:
@@ -124,9 +172,16 @@ def grade_file(path: str, exercise: str | None = None, seed: int | None = None,
     cells = read_submission(path)
     ex = exercise_for(path, cells, exercise)
     module_name = "__main__" if path.suffix == ".ipynb" else "submission"
-    backend = WorkerBackend(cells, ex, module_name=module_name, load_timeout=total_timeout,
-                            max_output=max_output, files={path.name: path.read_bytes()},
-                            limits=limits, sandbox=sandbox)
+    backend = WorkerBackend(
+        cells,
+        ex,
+        module_name=module_name,
+        load_timeout=total_timeout,
+        max_output=max_output,
+        files={path.name: path.read_bytes()},
+        limits=limits,
+        sandbox=sandbox,
+    )
     try:
         return run_checks(ex, backend, label or str(path), seed, timeout, total_timeout)
     finally:
@@ -136,13 +191,22 @@ def grade_file(path: str, exercise: str | None = None, seed: int | None = None,
 def find_submissions(folder: str) -> list:
     """The ``.ipynb`` and ``.py`` files under `folder`, skipping hidden and checkpoint folders."""
     folder = Path(folder)
-    found = [p for p in sorted(folder.rglob("*")) if p.suffix in (".ipynb", ".py") and p.is_file()
-             and not p.is_symlink()
-             and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts)]
+    found = [
+        p
+        for p in sorted(folder.rglob("*"))
+        if p.suffix in (".ipynb", ".py")
+        and p.is_file()
+        and not p.is_symlink()
+        and not any(
+            part.startswith((".", "__")) for part in p.relative_to(folder).parts
+        )
+    ]
     return found
 
 
-def grade_path(path: str, exercise: str | None = None, jobs: int = 1, **options) -> list[Report]:
+def grade_path(
+    path: str, exercise: str | None = None, jobs: int = 1, **options
+) -> list[Report]:
     """Grade a file, or every submission in a folder, and return one `Report` per submission.
 
     In a folder every file is copied to a private staging folder before any worker starts, so
@@ -163,7 +227,9 @@ def grade_path(path: str, exercise: str | None = None, jobs: int = 1, **options)
         get_exercise(exercise)
     if not path.exists():
         raise GradingError(f"{path}: no such file or folder")
-    sandbox_mode(options.get("sandbox", "auto"))   # fail early, and print the fallback notice once
+    sandbox_mode(
+        options.get("sandbox", "auto")
+    )  # fail early, and print the fallback notice once
     if path.is_file():
         return [grade_file(path, exercise, **options)]
     files = find_submissions(path)
@@ -184,7 +250,9 @@ def grade_path(path: str, exercise: str | None = None, jobs: int = 1, **options)
         try:
             return grade_file(copy, exercise, label=str(file), **options)
         except Exception as error:  # noqa: BLE001 - one bad file is one row, never the whole run
-            return Report("?", str(file), [], 0, [f"could not grade: {printable(error)}"])
+            return Report(
+                "?", str(file), [], 0, [f"could not grade: {printable(error)}"]
+            )
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -58,7 +58,9 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     """
     text = str(text)
     pattern = _CONTROL if keep_newlines else re.compile(_CONTROL.pattern[:-1] + "\n]")
-    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return pattern.sub(
+        lambda m: m.group().encode("unicode_escape").decode("ascii"), text
+    )
 
 # %% ../../nbs/grading/01_sandbox.ipynb #3be0b876
 class _OutputLimit(BaseException):
@@ -101,9 +103,15 @@ class BoundedOutput(io.TextIOBase):
         return "".join(self.parts)
 
 
-_SEEDERS = [("torch", "manual_seed"), ("torch.random", "manual_seed"), ("torch", "seed"),
-            ("torch.cuda", "manual_seed"), ("torch.cuda", "manual_seed_all"),
-            ("random", "seed"), ("numpy.random", "seed")]
+_SEEDERS = [
+    ("torch", "manual_seed"),
+    ("torch.random", "manual_seed"),
+    ("torch", "seed"),
+    ("torch.cuda", "manual_seed"),
+    ("torch.cuda", "manual_seed_all"),
+    ("random", "seed"),
+    ("numpy.random", "seed"),
+]
 
 
 @contextlib.contextmanager
@@ -130,7 +138,11 @@ def _watch_seeding(calls: list):
         for module, attr, original in reversed(patched):
             setattr(module, attr, original)
         torch = sys.modules.get("torch")
-        if torch is not None and seed_before is not None and torch.initial_seed() != seed_before:
+        if (
+            torch is not None
+            and seed_before is not None
+            and torch.initial_seed() != seed_before
+        ):
             calls.append("torch.manual_seed")
 
 
@@ -143,8 +155,10 @@ def forbid(dotted_names: tuple):
         module = importlib.import_module(module_name)
 
         def disabled(*args, _dotted=dotted, **kwargs):
-            raise RuntimeError(f"{_dotted} is what this exercise asks you to write; "
-                               "it is switched off while grading")
+            raise RuntimeError(
+                f"{_dotted} is what this exercise asks you to write; "
+                "it is switched off while grading"
+            )
 
         saved.append((module, attr, getattr(module, attr)))
         setattr(module, attr, disabled)
@@ -169,18 +183,31 @@ def same(a: Any, b: Any, _depth: int = 0) -> bool:
     if isinstance(a, (str, bytes, int, bool, complex, type(None))):
         return a == b
     if isinstance(a, dict):
-        return list(a.keys()) == list(b.keys()) and all(same(a[k], b[k], _depth + 1) for k in a)
+        return list(a.keys()) == list(b.keys()) and all(
+            same(a[k], b[k], _depth + 1) for k in a
+        )
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(same(x, y, _depth + 1) for x, y in zip(a, b))
     if isinstance(a, (set, frozenset)):
         return a == b
     module = type(a).__module__.split(".")[0]
     if module == "torch" and hasattr(a, "shape"):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            sys.modules["torch"].equal(a, b) or (a.isnan() & b.isnan() | (a == b)).all())
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(
+                sys.modules["torch"].equal(a, b)
+                or (a.isnan() & b.isnan() | (a == b)).all()
+            )
+        )
     if module == "numpy" and hasattr(a, "shape"):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            sys.modules["numpy"].array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(
+                sys.modules["numpy"].array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+            )
+        )
     if hasattr(a, "__dict__"):
         return same(vars(a), vars(b), _depth + 1)
     return bool(a == b)
@@ -208,11 +235,22 @@ class CallOutcome:
 
 def _student_traceback(error: BaseException) -> str:
     """The exception and the line of the student's code it came from (not the grader's frames)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.replace("\\", "/").endswith(("course_llm/grading/sandbox.py",
-                                                              "course_llm/grading/runner.py",
-                                                              "course_llm/grading/worker.py"))]
-    head = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()[-1]
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if not f.filename.replace("\\", "/").endswith(
+            (
+                "course_llm/grading/sandbox.py",
+                "course_llm/grading/runner.py",
+                "course_llm/grading/worker.py",
+            )
+        )
+    ]
+    head = (
+        "".join(traceback.format_exception_only(type(error), error))
+        .strip()
+        .splitlines()[-1]
+    )
     if isinstance(error, NotImplementedError):
         head += " (the function is still the stub: write your solution)"
     if not frames:
@@ -231,15 +269,24 @@ def _first_difference(old: Any, new: Any, path: str = "", depth: int = 0) -> tup
         if isinstance(old, dict) and list(old) == list(new):
             for key in old:
                 if not same(old[key], new[key]):
-                    return _first_difference(old[key], new[key], f"{path}[{key!r}]", depth + 1)
-        if hasattr(old, "__dict__") and type(old).__module__.split(".")[0] not in ("torch", "numpy"):
+                    return _first_difference(
+                        old[key], new[key], f"{path}[{key!r}]", depth + 1
+                    )
+        if hasattr(old, "__dict__") and type(old).__module__.split(".")[0] not in (
+            "torch",
+            "numpy",
+        ):
             for key in vars(old):
                 if key in vars(new) and not same(vars(old)[key], vars(new)[key]):
-                    return _first_difference(vars(old)[key], vars(new)[key], f"{path}.{key}", depth + 1)
+                    return _first_difference(
+                        vars(old)[key], vars(new)[key], f"{path}.{key}", depth + 1
+                    )
     return path, old, new
 
 
-def _declared(fn: Callable, args: tuple, kwargs: dict, mutates: tuple) -> tuple[set, set]:
+def _declared(
+    fn: Callable, args: tuple, kwargs: dict, mutates: tuple
+) -> tuple[set, set]:
     """The positions and keyword names among (args, kwargs) that `mutates` allows `fn` to write.
 
     `mutates` holds parameter names or 0-based positions; a name given positionally is found
@@ -262,27 +309,42 @@ def _declared(fn: Callable, args: tuple, kwargs: dict, mutates: tuple) -> tuple[
     return positions, keys
 
 
-def _mutation(fn: Callable, before: tuple, args: tuple, kwargs: dict, mutates: tuple = ()) -> str | None:
+def _mutation(
+    fn: Callable, before: tuple, args: tuple, kwargs: dict, mutates: tuple = ()
+) -> str | None:
     """Describe the first argument `fn` changed in place (not counting those in `mutates`), or None."""
     try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         names = []
     positions, keys = _declared(fn, args, kwargs, mutates)
-    pairs = [(names[i] if i < len(names) else f"argument {i + 1}", old, new)
-             for i, (old, new) in enumerate(zip(before[0], args)) if i not in positions]
-    pairs += [(key, before[1][key], kwargs.get(key)) for key in before[1] if key not in keys]
+    pairs = [
+        (names[i] if i < len(names) else f"argument {i + 1}", old, new)
+        for i, (old, new) in enumerate(zip(before[0], args))
+        if i not in positions
+    ]
+    pairs += [
+        (key, before[1][key], kwargs.get(key)) for key in before[1] if key not in keys
+    ]
     for name, old, new in pairs:
         if not same(old, new):
             path, was, now = _first_difference(old, new)
-            return (f"changed its input in place: {name}{path} was {short(was, 60)} and is now "
-                    f"{short(now, 60)}; work on a copy")
+            return (
+                f"changed its input in place: {name}{path} was {short(was, 60)} and is now "
+                f"{short(now, 60)}; work on a copy"
+            )
     return None
 
 
-def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_000,
-                 time_limit: float | None = None, check_inputs: bool = True,
-                 mutates: tuple = ()) -> CallOutcome:
+def guarded_call(
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    max_output: int = 100_000,
+    time_limit: float | None = None,
+    check_inputs: bool = True,
+    mutates: tuple = (),
+) -> CallOutcome:
     """Call ``fn(*args, **kwargs)`` and report what went wrong, if anything.
 
     Args:
@@ -308,22 +370,33 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
     except Exception:  # noqa: BLE001 - arguments that cannot be copied are not compared
         before = None
     out, seeds, value, problem = BoundedOutput(max_output), [], None, None
-    use_alarm = (time_limit is not None and hasattr(signal, "setitimer")
-                 and threading.current_thread() is threading.main_thread())
+    use_alarm = (
+        time_limit is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
     if use_alarm:
+
         def on_alarm(signum, frame):
             raise _TimeLimit()
+
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _watch_seeding(seeds):
+        with (
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(out),
+            _watch_seeding(seeds),
+        ):
             value = fn(*args, **kwargs)
     except _OutputLimit:
         problem = f"printed more than {max_output:,} characters; remove the prints from the loop"
     except _TimeLimit:
         problem = f"did not return within {time_limit:g} s (an infinite loop? a very slow algorithm?)"
     except SystemExit as error:
-        problem = f"called sys.exit({error.code!r}); a function must return a value instead"
+        problem = (
+            f"called sys.exit({error.code!r}); a function must return a value instead"
+        )
     except BaseException as error:  # the student's bug, reported to the student
         problem = f"raised {_student_traceback(error)}"
     finally:
@@ -333,8 +406,10 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
     if problem is None and out.exceeded:
         problem = f"printed more than {max_output:,} characters; remove the prints from the loop"
     if problem is None and seeds:
-        problem = (f"called {seeds[0]}() while running, which resets the random numbers of everything "
-                   "that runs after it; take a torch.Generator argument instead of seeding globally")
+        problem = (
+            f"called {seeds[0]}() while running, which resets the random numbers of everything "
+            "that runs after it; take a torch.Generator argument instead of seeding globally"
+        )
     if problem is None and before is not None:
         problem = _mutation(fn, before, args, kwargs, mutates)
     payload = mutated = None
@@ -346,11 +421,16 @@ def guarded_call(fn: Callable, args: tuple, kwargs: dict, max_output: int = 100_
     if problem is None and mutates:
         positions, keys = _declared(fn, args, kwargs, mutates)
         try:
-            mutated = dump_plain(encode_result({"args": {i: args[i] for i in positions},
-                                                  "kwargs": {k: kwargs[k] for k in keys}}))
+            mutated = dump_plain(
+                encode_result(
+                    {
+                        "args": {i: args[i] for i in positions},
+                        "kwargs": {k: kwargs[k] for k in keys},
+                    }
+                )
+            )
         except (TypeError, pickle.PicklingError, RecursionError) as error:
-            problem = f"left an argument holding {error}, which the grader cannot read back"
+            problem = (
+                f"left an argument holding {error}, which the grader cannot read back"
+            )
     return CallOutcome(payload, problem, out.getvalue(), mutated)
-
-
-

@@ -17,8 +17,23 @@ __all__ = ['encode_result', 'dump_plain', 'decode_result']
 
 # %% ../../nbs/grading/07_transport.ipynb #747d2f93
 _TAG = "__course_llm_array__"
-_SAFE_GLOBALS = {("builtins", n) for n in ("set", "frozenset", "complex", "int", "float", "str",
-                                             "bytes", "bytearray", "list", "dict", "tuple", "bool")}
+_SAFE_GLOBALS = {
+    ("builtins", n)
+    for n in (
+        "set",
+        "frozenset",
+        "complex",
+        "int",
+        "float",
+        "str",
+        "bytes",
+        "bytearray",
+        "list",
+        "dict",
+        "tuple",
+        "bool",
+    )
+}
 _SAFE_GLOBALS |= {("collections", n) for n in ("Counter", "OrderedDict", "defaultdict")}
 
 
@@ -44,7 +59,11 @@ def encode_result(obj: Any, _depth: int = 0) -> Any:
         data = (t.float() if dtype == "bfloat16" else t).numpy().tobytes()
         return (_TAG, "torch", dtype, tuple(t.shape), data)
     if root == "numpy":
-        if hasattr(obj, "shape") and getattr(obj, "ndim", 0) > 0 and obj.dtype.kind in "biufc":
+        if (
+            hasattr(obj, "shape")
+            and getattr(obj, "ndim", 0) > 0
+            and obj.dtype.kind in "biufc"
+        ):
             return (_TAG, "numpy", obj.dtype.str, tuple(obj.shape), obj.tobytes())
         if hasattr(obj, "item"):
             return obj.item()
@@ -57,7 +76,12 @@ def encode_result(obj: Any, _depth: int = 0) -> Any:
         if isinstance(obj, Counter):
             return Counter(dict(items))
         if isinstance(obj, defaultdict):
-            return defaultdict(obj.default_factory if obj.default_factory in (int, float, list) else None, items)
+            return defaultdict(
+                obj.default_factory
+                if obj.default_factory in (int, float, list)
+                else None,
+                items,
+            )
         return OrderedDict(items) if isinstance(obj, OrderedDict) else dict(items)
     if isinstance(obj, (list, tuple, set, frozenset)):
         base = next(b for b in (list, tuple, set, frozenset) if isinstance(obj, b))
@@ -101,7 +125,9 @@ def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
             if count >= max_ops:
                 raise pickle.UnpicklingError(f"more than {max_ops:,} items")
             if op.name in _MEMO_READS:
-                raise pickle.UnpicklingError("shared references (the grader reads trees only)")
+                raise pickle.UnpicklingError(
+                    "shared references (the grader reads trees only)"
+                )
             if op.name == "MARK":
                 marks.append(depth)
                 continue
@@ -114,7 +140,9 @@ def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
                 depth -= len(before)
             depth += len(op.stack_after)
             if depth < 0 or depth + len(marks) > max_depth:
-                raise pickle.UnpicklingError(f"a structure nested more than {max_depth} levels deep")
+                raise pickle.UnpicklingError(
+                    f"a structure nested more than {max_depth} levels deep"
+                )
     except ValueError as error:  # genops on bytes that are not a pickle
         raise pickle.UnpicklingError(f"not a pickle ({error})") from None
 
@@ -139,7 +167,9 @@ def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000)
     try:
         return _untag(_SafeUnpickler(io.BytesIO(data)).load())
     except RecursionError:
-        raise pickle.UnpicklingError(f"a structure nested too deeply to read back") from None
+        raise pickle.UnpicklingError(
+            f"a structure nested too deeply to read back"
+        ) from None
 
 
 def _untag(obj: Any) -> Any:
@@ -168,9 +198,20 @@ def _untag(obj: Any) -> Any:
 def _numpy_dtype(torch_dtype: str):
     import numpy as np
 
-    names = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "float16": np.float16, "float32": np.float32, "float64": np.float64,
-             "bfloat16": np.float32, "complex64": np.complex64, "complex128": np.complex128}
+    names = {
+        "bool": np.bool_,
+        "uint8": np.uint8,
+        "int8": np.int8,
+        "int16": np.int16,
+        "int32": np.int32,
+        "int64": np.int64,
+        "float16": np.float16,
+        "float32": np.float32,
+        "float64": np.float64,
+        "bfloat16": np.float32,
+        "complex64": np.complex64,
+        "complex128": np.complex128,
+    }
     if torch_dtype not in names:
         raise pickle.UnpicklingError(f"unsupported tensor dtype {torch_dtype}")
     return names[torch_dtype]

@@ -23,29 +23,86 @@ from pathlib import Path
 from typing import Any
 
 from .core import Exercise, StudentError, write_back
-from .isolation import (MARKER, Limits, PidsCgroup, become_subreaper, limit_resources,
-                                          package_view, reap_orphans, sandbox_mode, worker_command)
+from course_llm.grading.isolation import (
+    MARKER,
+    Limits,
+    PidsCgroup,
+    become_subreaper,
+    limit_resources,
+    package_view,
+    reap_orphans,
+    sandbox_mode,
+    worker_command,
+)
 from .sandbox import forbid, guarded_call
 from .transport import decode_result, dump_plain
 
 # %% auto #0
-__all__ = ['worker_main', 'WorkerBackend', 'short_error']
+__all__ = ['load_submission', 'serve_call', 'worker_main', 'WorkerBackend', 'short_error']
 
 # %% ../../nbs/grading/09_worker.ipynb #9e3f69eb
 def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
     notes = []
     for label, source in cells:
         filename = f"<{label}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        linecache.cache[filename] = (
+            len(source),
+            None,
+            source.splitlines(keepends=True),
+            filename,
+        )
         try:
             code = compile(source, filename, "exec")
         except SyntaxError as error:
-            notes.append(f"{label} has a syntax error (line {error.lineno}: {error.msg}); it was skipped")
+            notes.append(
+                f"{label} has a syntax error (line {error.lineno}: {error.msg}); it was skipped"
+            )
             continue
-        outcome = guarded_call(exec, (code, namespace), {}, max_output, check_inputs=False)
+        outcome = guarded_call(
+            exec, (code, namespace), {}, max_output, check_inputs=False
+        )
         if outcome.problem:
-            notes.append(f"{label} {outcome.problem.splitlines()[0]}; the grader went on with the next cell")
+            notes.append(
+                f"{label} {outcome.problem.splitlines()[0]}; the grader went on with the next cell"
+            )
     return notes
+
+
+def load_submission(setup: dict) -> tuple[dict, bytes]:
+    """Execute a submission's cells as the worker does: the namespace they ran in, and the first reply.
+
+    Args:
+        setup: what the grader sends first (``cells``, ``functions``, ``module_name``,
+            ``max_output``; see `WorkerBackend`).
+
+    Returns:
+        The namespace, and the reply (`dump_plain`) listing the load notes and the missing names.
+    """
+    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
+    notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
+    missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
+    return namespace, dump_plain({"notes": notes, "missing": missing})
+
+
+def serve_call(
+    namespace: dict, setup: dict, request: tuple, time_limit: float | None = None
+) -> bytes:
+    """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
+
+    `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
+    """
+    name, args, kwargs = request
+    outcome = guarded_call(
+        namespace[name],
+        args,
+        kwargs,
+        setup["max_output"],
+        time_limit=time_limit,
+        mutates=setup.get("mutates", ()),
+    )
+    return dump_plain(
+        (outcome.problem, outcome.payload, outcome.output, outcome.mutated)
+    )
 
 
 def worker_main() -> None:
@@ -53,20 +110,15 @@ def worker_main() -> None:
     conn_in = Connection(int(sys.argv[1]), writable=False)
     conn_out = Connection(int(sys.argv[2]), readable=False)
     setup = pickle.loads(conn_in.recv_bytes())
-    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
     with forbid(setup["forbidden"]):
-        notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
-        missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
-        conn_out.send_bytes(dump_plain({"notes": notes, "missing": missing}))
+        namespace, reply = load_submission(setup)
+        conn_out.send_bytes(reply)
         while True:
             try:
-                name, args, kwargs = pickle.loads(conn_in.recv_bytes())
+                request = pickle.loads(conn_in.recv_bytes())
             except EOFError:
                 return
-            outcome = guarded_call(namespace[name], args, kwargs, setup["max_output"],
-                                   mutates=setup.get("mutates", ()))
-            conn_out.send_bytes(dump_plain((outcome.problem, outcome.payload, outcome.output,
-                                            outcome.mutated)))
+            conn_out.send_bytes(serve_call(namespace, setup, request))
 
 # %% ../../nbs/grading/09_worker.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20
@@ -79,8 +131,15 @@ _SUBREAPER: list = []
 def _worker_env(home: str) -> dict:
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    return dict(env, COURSE_LLM_GRADING="1", MPLBACKEND="Agg", PYTHONUNBUFFERED="1", HOME=home,
-                TMPDIR=home, **{MARKER: "1"})
+    return dict(
+        env,
+        COURSE_LLM_GRADING="1",
+        MPLBACKEND="Agg",
+        PYTHONUNBUFFERED="1",
+        HOME=home,
+        TMPDIR=home,
+        **{MARKER: "1"},
+    )
 
 
 class WorkerBackend:
@@ -99,12 +158,25 @@ class WorkerBackend:
         sandbox: ``"auto"``, ``"bwrap"`` or ``"rlimits"`` (see `sandbox_mode`).
     """
 
-    def __init__(self, cells: list, exercise: Exercise, cwd: str = ".",
-                 module_name: str = "__main__", load_timeout: float = 30.0, max_output: int = 100_000,
-                 files: dict | None = None, limits: Limits | None = None, sandbox: str = "auto"):
+    def __init__(
+        self,
+        cells: list,
+        exercise: Exercise,
+        cwd: str = ".",
+        module_name: str = "__main__",
+        load_timeout: float = 30.0,
+        max_output: int = 100_000,
+        files: dict | None = None,
+        limits: Limits | None = None,
+        sandbox: str = "auto",
+    ):
         self.cells, self.exercise, self.module_name = cells, exercise, module_name
         self.load_timeout, self.max_output = load_timeout, max_output
-        self.files, self.limits, self.sandbox = dict(files or {}), limits or Limits(), sandbox
+        self.files, self.limits, self.sandbox = (
+            dict(files or {}),
+            limits or Limits(),
+            sandbox,
+        )
         self.proc = self.conn_in = self.conn_out = self.group = self.workdir = None
         self.sandbox_pid = None
         self.load_error, self.missing, self.notes, self.load_seconds = None, [], [], 0.0
@@ -114,7 +186,10 @@ class WorkerBackend:
         if mode == "rlimits" and not _SUBREAPER:
             _SUBREAPER.append(become_subreaper())
         view = package_view(self.exercise.forbidden)
-        self.mode, self.workdir = mode, Path(tempfile.mkdtemp(prefix="course-llm-work-"))
+        self.mode, self.workdir = (
+            mode,
+            Path(tempfile.mkdtemp(prefix="course-llm-work-")),
+        )
         (self.workdir / "submission").mkdir()
         for name, data in self.files.items():
             (self.workdir / "submission" / Path(name).name).write_bytes(data)
@@ -134,12 +209,18 @@ class WorkerBackend:
             limit_resources(limits)
 
         try:
-            with _LIVE_LOCK:    # registered before any `close` can look for orphans
+            with _LIVE_LOCK:  # registered before any `close` can look for orphans
                 self.proc = subprocess.Popen(
-                    command + [str(child_r), str(child_w)], pass_fds=(child_r, child_w, info_w),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.stderr,
-                    cwd=self.workdir / "submission", env=_worker_env(str(self.workdir)),
-                    start_new_session=True, preexec_fn=before_exec)
+                    command + [str(child_r), str(child_w)],
+                    pass_fds=(child_r, child_w, info_w),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self.stderr,
+                    cwd=self.workdir / "submission",
+                    env=_worker_env(str(self.workdir)),
+                    start_new_session=True,
+                    preexec_fn=before_exec,
+                )
                 _LIVE.add(self.proc.pid)
         finally:
             for fd in (child_r, child_w, info_w):
@@ -154,26 +235,47 @@ class WorkerBackend:
             text += chunk
         found = re.search(rb'"child-pid"\s*:\s*(\d+)', text)
         self.sandbox_pid = int(found.group(1)) if found else None
-        self.conn_in, self.conn_out = Connection(parent_r, writable=False), Connection(parent_w, readable=False)
+        self.conn_in, self.conn_out = (
+            Connection(parent_r, writable=False),
+            Connection(parent_w, readable=False),
+        )
+
+    def _setup(self) -> dict:
+        """The first message to the worker: the cells and how to run them."""
+        return {
+            "cells": self.cells,
+            "functions": self.exercise.functions,
+            "forbidden": self.exercise.forbidden,
+            "mutates": getattr(self.exercise, "mutates", ()),
+            "max_output": self.max_output,
+            "module_name": self.module_name,
+        }
 
     def _start(self) -> None:
         self._launch()
-        self.conn_out.send_bytes(pickle.dumps({
-            "cells": self.cells, "functions": self.exercise.functions, "forbidden": self.exercise.forbidden,
-            "mutates": getattr(self.exercise, "mutates", ()),
-            "max_output": self.max_output, "module_name": self.module_name}))
-        reply = self._receive(self.load_timeout, "your code, while loading,")
+        self.conn_out.send_bytes(pickle.dumps(self._setup()))
+        self._first_reply(self._receive(self.load_timeout, "your code, while loading,"))
+
+    def _first_reply(self, reply) -> None:
+        """Read the worker's answer to the setup: load notes and missing names, or why it failed."""
         if isinstance(reply, StudentError):
             self.load_error = str(reply)
             if "did not return" in self.load_error:
-                self.load_error = (f"your code did not finish loading within {self.load_timeout:g} s; is "
-                                   "there a long computation or an infinite loop outside the functions?")
+                self.load_error = (
+                    f"your code did not finish loading within {self.load_timeout:g} s; is "
+                    "there a long computation or an infinite loop outside the functions?"
+                )
             raise StudentError(self.load_error)
         try:
             info = decode_result(reply)
-            notes, missing = [str(n) for n in info["notes"]], [str(m) for m in info["missing"]]
+            notes, missing = (
+                [str(n) for n in info["notes"]],
+                [str(m) for m in info["missing"]],
+            )
         except Exception as error:  # noqa: BLE001 - a forged or malformed reply
-            self.load_error = f"the worker's first reply was not the grader's ({short_error(error)})"
+            self.load_error = (
+                f"the worker's first reply was not the grader's ({short_error(error)})"
+            )
             self.close()
             raise StudentError(self.load_error) from None
         if not self.notes:
@@ -185,7 +287,12 @@ class WorkerBackend:
         self.stderr.seek(0, os.SEEK_END)
         size = self.stderr.tell()
         self.stderr.seek(max(0, size - _MAX_STDERR_BYTES))
-        lines = self.stderr.read(_MAX_STDERR_BYTES).decode(errors="replace").strip().splitlines()
+        lines = (
+            self.stderr.read(_MAX_STDERR_BYTES)
+            .decode(errors="replace")
+            .strip()
+            .splitlines()
+        )
         return lines[-1][:200] if lines else ""
 
     def _receive(self, timeout: float, subject: str):
@@ -196,46 +303,67 @@ class WorkerBackend:
         except EOFError:
             tail = self._stderr_tail()
             self.close()
-            return StudentError(f"{subject} ended the process running it (os._exit? a crash? out of memory?)"
-                                + (f": {tail}" if tail else ""))
+            return StudentError(
+                f"{subject} ended the process running it (os._exit? a crash? out of memory?)"
+                + (f": {tail}" if tail else "")
+            )
         except OSError:
             self.close()
-            return StudentError(f"{subject} returned a result larger than {_MAX_RESULT_BYTES // 2**20} MB")
+            return StudentError(
+                f"{subject} returned a result larger than {_MAX_RESULT_BYTES // 2**20} MB"
+            )
         self.close()
-        return StudentError(f"{subject} did not return within {timeout:.3g} s (an infinite loop? a very slow "
-                            "algorithm?)")
+        return StudentError(
+            f"{subject} did not return within {timeout:.3g} s (an infinite loop? a very slow "
+            "algorithm?)"
+        )
 
     def call(self, name: str, args: tuple, kwargs: dict, timeout: float) -> Any:
         """Run the student's `name` on the arguments; the decoded result or `StudentError`."""
         if self.load_error:
             raise StudentError(self.load_error)
-        if self.proc is None:
+        if not self._running():
             start = time.monotonic()
             try:
                 self._start()
             finally:
                 self.load_seconds += time.monotonic() - start
         if name in self.missing:
-            raise StudentError(f"{name} is not defined in your submission; define a function with this name")
-        self.conn_out.send_bytes(pickle.dumps((name, args, kwargs)))
-        reply = self._receive(timeout, name)
+            raise StudentError(
+                f"{name} is not defined in your submission; define a function with this name"
+            )
+        reply = self._exchange(name, args, kwargs, timeout)
         if isinstance(reply, StudentError):
             raise reply
         try:
             problem, payload, _output, mutated = _split_reply(reply)
         except Exception as error:  # noqa: BLE001 - a forged reply
             self.close()
-            raise StudentError(f"{name}: the worker's reply was refused ({short_error(error)})") from None
+            raise StudentError(
+                f"{name}: the worker's reply was refused ({short_error(error)})"
+            ) from None
         if problem:
             raise StudentError(f"{name} {problem}")
         try:
-            if mutated is not None:           # the declared in-place writes, into the check's objects
+            if (
+                mutated is not None
+            ):  # the declared in-place writes, into the check's objects
                 write_back((args, kwargs), decode_result(mutated))
             return decode_result(payload)
         except StudentError:
             raise
         except Exception as error:  # noqa: BLE001 - anything refused by the safe unpickler
-            raise StudentError(f"{name} returned something the grader does not accept ({error})") from None
+            raise StudentError(
+                f"{name} returned something the grader does not accept ({error})"
+            ) from None
+
+    def _running(self) -> bool:
+        return self.proc is not None
+
+    def _exchange(self, name: str, args: tuple, kwargs: dict, timeout: float):
+        """Send one call to the worker; its reply (bytes) or a `StudentError`."""
+        self.conn_out.send_bytes(pickle.dumps((name, args, kwargs)))
+        return self._receive(timeout, name)
 
     def _wait_for_sandbox(self) -> None:
         """Wait (up to 10 s) until bwrap's PID-namespace init, and so every process in it, is gone."""
@@ -261,7 +389,9 @@ class WorkerBackend:
             self.group.kill_all()
             with _LIVE_LOCK:
                 _LIVE.discard(self.proc.pid)
-                if self.mode == "rlimits" or any(_SUBREAPER):   # orphans adopted by this process
+                if self.mode == "rlimits" or any(
+                    _SUBREAPER
+                ):  # orphans adopted by this process
                     reap_orphans(set(_LIVE))
             for conn in (self.conn_in, self.conn_out):
                 conn.close()
@@ -280,4 +410,9 @@ def _split_reply(reply: bytes) -> tuple:
     """The worker's answer ``(problem, payload, output, mutated)``, read without trusting its types."""
     problem, payload, output, *rest = decode_result(reply)
     mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
-    return (str(problem) if problem is not None else None), payload, str(output), mutated
+    return (
+        (str(problem) if problem is not None else None),
+        payload,
+        str(output),
+        mutated,
+    )
