@@ -43,6 +43,8 @@ def top_k_filter(logits, k):
     check_positive_int("top_k", k)
     if logits.dim() == 0:
         raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
+    if logits.numel() == 0:
+        raise ValueError(f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores")
     k = min(k, logits.size(-1))
     kth = torch.topk(logits, k)[0][..., -1, None]                           # (..., 1)
     return logits.masked_fill(logits < kth, float("-inf"))
@@ -67,6 +69,8 @@ def top_p_filter(logits, p):
     check_float("top_p", p, min=0, max=1, min_open=True)
     if logits.dim() == 0:
         raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
+    if logits.numel() == 0:
+        raise ValueError(f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores")
     sorted_logits, sorted_idx = torch.sort(logits, descending=False)         # (..., V) ascending
     cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     remove_sorted = cum <= (1 - p)
@@ -249,7 +253,9 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
         beam_size: k >= 1.
         max_new_tokens: at most this many new tokens.
         eos_id: end-of-sequence id, or None.
-        length_penalty: exponent of the length normalisation.
+        length_penalty: exponent alpha of the length normalisation, any finite number: alpha > 0
+            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined for both,
+            and `transformers` allows both); NaN and infinity are refused.
 
     Returns:
         Tensor (batch, T + n): the best sequence of each row with its prompt; rows that finished

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import torch
@@ -17,14 +16,17 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .checkpoints import read_checkpoint, write_checkpoint
-from .core import (check_bool, check_float, check_int, check_positive_int,
-                             check_token_ids)
+from .core import check_positive_int, check_token_ids
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
-from .optim import cosine_schedule, param_groups
+from .optim import param_groups
+from .train_config import TrainConfig
+
+# re-exported: TrainConfig has its own section (7.7)
+_all_ = ["TrainConfig"]
 
 # %% auto #0
-__all__ = ['autocast_dtype', 'TrainConfig', 'NonFiniteLossError', 'Trainer', 'plot_history']
+__all__ = ['autocast_dtype', 'NonFiniteLossError', 'Trainer', 'plot_history', 'TrainConfig']
 
 # %% ../nbs/07b_training.ipynb #619538f0
 def autocast_dtype(device) -> torch.dtype | None:
@@ -38,89 +40,6 @@ def autocast_dtype(device) -> torch.dtype | None:
     if device.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return None
-
-# %% ../nbs/07b_training.ipynb #dfd1b57a
-@dataclass
-class TrainConfig:
-    """Hyperparameters of :class:`Trainer`.
-
-    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of ``block_size``
-    tokens: `batch_size` windows per process and micro-step, `grad_accum` micro-steps, one
-    process per GPU (`world_size`, set by ``torchrun``).
-
-    Attributes:
-        max_steps: optimizer steps in the whole run.
-        batch_size: windows per process per micro-step.
-        block_size: tokens per window (the context length T).
-        grad_accum: micro-steps whose gradients are summed before each optimizer step.
-        max_lr: peak learning rate (after warm-up).
-        min_lr: learning rate at the end of the cosine decay.
-        warmup_steps: linear warm-up steps.
-        weight_decay: AdamW decay on matrices (see :func:`param_groups`).
-        betas: AdamW's beta_1, beta_2.
-        eps: AdamW's epsilon.
-        grad_clip: clip the global gradient norm to this (0 = no clipping).
-        eval_interval: evaluate (and checkpoint, if `out_dir`) every this many steps.
-        eval_tokens: at most this many validation tokens per evaluation (None = all).
-        seed: seed of the batch sampler.
-        out_dir: checkpoint folder (None = no checkpoints).
-        keep_checkpoints: how many recent checkpoints to keep.
-        progress: tqdm bar (None = only when stderr is a terminal).
-        mixed_precision: bf16 autocast where supported (see :func:`autocast_dtype`).
-
-    Example:
-        >>> TrainConfig(batch_size=8, grad_accum=4, block_size=64).tokens_per_step(world_size=2)
-        4096
-    """
-    max_steps: int = 1000
-    batch_size: int = 32
-    block_size: int = 128
-    grad_accum: int = 1
-    max_lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    betas: tuple = (0.9, 0.95)
-    eps: float = 1e-8
-    grad_clip: float = 1.0
-    eval_interval: int = 100
-    eval_tokens: int | None = 32768
-    seed: int = 0
-    out_dir: str | None = None
-    keep_checkpoints: int = 2
-    progress: bool | None = None
-    mixed_precision: bool = True
-
-    def __post_init__(self):
-        for name in ("max_steps", "batch_size", "block_size", "grad_accum", "eval_interval",
-                     "keep_checkpoints"):
-            setattr(self, name, check_positive_int(name, getattr(self, name)))
-        self.warmup_steps = check_int("warmup_steps", self.warmup_steps, min=0, max=self.max_steps)
-        self.max_lr = check_float("max_lr", self.max_lr, min=0, min_open=True)
-        self.min_lr = check_float("min_lr", self.min_lr, min=0, max=self.max_lr)
-        self.weight_decay = check_float("weight_decay", self.weight_decay, min=0)
-        self.eps = check_float("eps", self.eps, min=0, min_open=True)
-        self.grad_clip = check_float("grad_clip", self.grad_clip, min=0)       # 0 = off
-        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
-            raise ValueError(f"`betas` must be a pair (beta_1, beta_2), got {self.betas!r}")
-        self.betas = tuple(check_float(f"betas[{i}]", b, min=0, max=1, max_open=True)
-                           for i, b in enumerate(self.betas))
-        if self.eval_tokens is not None:
-            self.eval_tokens = check_positive_int("eval_tokens", self.eval_tokens)
-        self.seed = check_int("seed", self.seed, min=0)
-        if self.out_dir is not None and not isinstance(self.out_dir, (str, os.PathLike)):
-            raise TypeError(f"`out_dir` must be a path or None, got {type(self.out_dir).__name__}")
-        if self.progress is not None:
-            check_bool("progress", self.progress)
-        check_bool("mixed_precision", self.mixed_precision)
-
-    def tokens_per_step(self, world_size: int = 1) -> int:
-        """Tokens in one optimizer step across all processes."""
-        return self.batch_size * self.grad_accum * world_size * self.block_size
-
-    def lr(self, step: int) -> float:
-        """The learning rate of optimizer step `step` (see :func:`cosine_schedule`)."""
-        return cosine_schedule(step, self.max_steps, self.warmup_steps, self.max_lr, self.min_lr)
 
 # %% ../nbs/07b_training.ipynb #a126a32f
 class NonFiniteLossError(RuntimeError):
