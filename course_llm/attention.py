@@ -23,28 +23,46 @@ def _check_qkv(q, k, v):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"`{name}` must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() < 2:
-            raise ValueError(f"`{name}` must have shape (..., length, dim); got shape {tuple(t.shape)}")
+            raise ValueError(
+                f"`{name}` must have shape (..., length, dim); got shape {tuple(t.shape)}"
+            )
         if not t.is_floating_point():
-            raise TypeError(f"`{name}` must be a floating-point tensor, got {t.dtype}; use .float()")
+            raise TypeError(
+                f"`{name}` must be a floating-point tensor, got {t.dtype}; use .float()"
+            )
     if not (q.dim() == k.dim() == v.dim()):
-        raise ValueError(f"`q`, `k`, `v` must have the same number of dimensions, got "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"`q`, `k`, `v` must have the same number of dimensions, got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"`q`, `k`, `v` must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError(
+            f"`q`, `k`, `v` must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
     if q.size(-1) != k.size(-1):
-        raise ValueError(f"queries and keys must have the same width d_K: `q` has {q.size(-1)}, "
-                         f"`k` has {k.size(-1)}")
+        raise ValueError(
+            f"queries and keys must have the same width d_K: `q` has {q.size(-1)}, "
+            f"`k` has {k.size(-1)}"
+        )
     if k.size(-2) != v.size(-2):
-        raise ValueError(f"`k` and `v` must hold the same number of positions: {k.size(-2)} != {v.size(-2)}")
+        raise ValueError(
+            f"`k` and `v` must hold the same number of positions: {k.size(-2)} != {v.size(-2)}"
+        )
     if q.dim() >= 3:
         if k.size(-3) != v.size(-3):
-            raise ValueError(f"`k` and `v` must have the same number of heads: {k.size(-3)} != {v.size(-3)}")
+            raise ValueError(
+                f"`k` and `v` must have the same number of heads: {k.size(-3)} != {v.size(-3)}"
+            )
         if q.size(-3) % k.size(-3) != 0:
-            raise ValueError(f"the number of query heads ({q.size(-3)}) must be a multiple of the number "
-                             f"of key/value heads ({k.size(-3)})")
+            raise ValueError(
+                f"the number of query heads ({q.size(-3)}) must be a multiple of the number "
+                f"of key/value heads ({k.size(-3)})"
+            )
         if q.shape[:-3] != k.shape[:-3] or k.shape[:-3] != v.shape[:-3]:
-            raise ValueError(f"`q`, `k`, `v` must share their batch dimensions, got "
-                             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+            raise ValueError(
+                f"`q`, `k`, `v` must share their batch dimensions, got "
+                f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+            )
 
 
 def causal_mask(n_query, n_key=None, device=None):
@@ -73,9 +91,13 @@ def causal_mask(n_query, n_key=None, device=None):
     check_positive_int("n_query", n_query)
     n_key = n_query if n_key is None else check_positive_int("n_key", n_key)
     if n_query > n_key:
-        raise ValueError(f"a causal mask needs n_query <= n_key (queries are the last keys), "
-                         f"got n_query={n_query}, n_key={n_key}")
-    return torch.ones(n_query, n_key, dtype=torch.bool, device=device).tril(n_key - n_query)
+        raise ValueError(
+            f"a causal mask needs n_query <= n_key (queries are the last keys), "
+            f"got n_query={n_query}, n_key={n_key}"
+        )
+    return torch.ones(n_query, n_key, dtype=torch.bool, device=device).tril(
+        n_key - n_query
+    )
 
 # %% ../nbs/05_attention.ipynb #506c99de
 def padding_mask(attention_mask):
@@ -98,23 +120,35 @@ def padding_mask(attention_mask):
         [True, True, False]
     """
     if not isinstance(attention_mask, torch.Tensor) or attention_mask.dim() != 2:
-        raise ValueError("`attention_mask` must be a tensor of shape (batch, length) with 1 for tokens "
-                         f"and 0 for padding, got {getattr(attention_mask, 'shape', attention_mask)!r}")
+        raise ValueError(
+            "`attention_mask` must be a tensor of shape (batch, length) with 1 for tokens "
+            f"and 0 for padding, got {getattr(attention_mask, 'shape', attention_mask)!r}"
+        )
     if attention_mask.dtype != torch.bool:
         if not ((attention_mask == 0) | (attention_mask == 1)).all():
-            raise ValueError("`attention_mask` must contain only 0 (padding) and 1 (token)")
+            raise ValueError(
+                "`attention_mask` must contain only 0 (padding) and 1 (token)"
+            )
         attention_mask = attention_mask.bool()
-    return attention_mask[:, None, None, :]          # (B, 1, 1, S)
+    return attention_mask[:, None, None, :]  # (B, 1, 1, S)
 
 # %% ../nbs/05_attention.ipynb #cf6566b2
 def _combined_mask(mask, is_causal, n_query, n_key, device):
     """One boolean or additive float mask from a user mask and the causal flag (None if neither)."""
     if mask is not None:
         if not isinstance(mask, torch.Tensor):
-            raise TypeError(f"`mask` must be a bool or float tensor, got {type(mask).__name__}")
-        if mask.dim() < 2 or mask.size(-1) not in (1, n_key) or mask.size(-2) not in (1, n_query):
-            raise ValueError(f"`mask` must broadcast to (..., {n_query}, {n_key}) (queries, keys); "
-                             f"got shape {tuple(mask.shape)}")
+            raise TypeError(
+                f"`mask` must be a bool or float tensor, got {type(mask).__name__}"
+            )
+        if (
+            mask.dim() < 2
+            or mask.size(-1) not in (1, n_key)
+            or mask.size(-2) not in (1, n_query)
+        ):
+            raise ValueError(
+                f"`mask` must broadcast to (..., {n_query}, {n_key}) (queries, keys); "
+                f"got shape {tuple(mask.shape)}"
+            )
     if not is_causal:
         return mask
     causal = causal_mask(n_query, n_key, device=device)
@@ -145,8 +179,10 @@ def repeat_kv(x, n_rep):
     check_positive_int("n_rep", n_rep)
     check_tensor("x", x)
     if x.dim() < 3 or x.numel() == 0:
-        raise ValueError(f"`x` must have shape (..., n_kv_head, length, d_head) with no zero size, "
-                         f"got {tuple(x.shape)}")
+        raise ValueError(
+            f"`x` must have shape (..., n_kv_head, length, d_head) with no zero size, "
+            f"got {tuple(x.shape)}"
+        )
     if n_rep == 1:
         return x
     return x.repeat_interleave(n_rep, dim=-3)
@@ -185,8 +221,12 @@ def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     if q.dim() >= 3:
         n_rep = q.size(-3) // k.size(-3)
         k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
-    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else check_float("scale", scale, min=0.0, min_open=True)
-    scores = (q @ k.transpose(-2, -1)) * scale                 # (..., L, S)
+    scale = (
+        1.0 / math.sqrt(q.size(-1))
+        if scale is None
+        else check_float("scale", scale, min=0.0, min_open=True)
+    )
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., L, S)
     mask = _combined_mask(mask, is_causal, q.size(-2), k.size(-2), q.device)
     if mask is not None and mask.dtype == torch.bool:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -198,7 +238,9 @@ def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     return weights @ v, weights
 
 # %% ../nbs/05_attention.ipynb #2bb7d1d3
-def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None, dropout_p=0.0):
+def scaled_dot_product_attention(
+    q, k, v, mask=None, is_causal=False, scale=None, dropout_p=0.0
+):
     """softmax(Q K^T / sqrt(d_K) + mask) V on PyTorch's fused kernel.
 
     Same arguments and conventions as `explicit_attention` (which is its oracle), but it never
@@ -237,15 +279,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     n_query, n_key = q.size(-2), k.size(-2)
     if is_causal and mask is None and n_query == n_key:
         # the fused kernel's own causal path: no mask tensor at all
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale,
-                                              enable_gqa=gqa)
+        return F.scaled_dot_product_attention(
+            q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale, enable_gqa=gqa
+        )
     if is_causal and mask is None and n_query == 1:
-        is_causal = False                                      # one new token sees every key
+        is_causal = False  # one new token sees every key
     mask = _combined_mask(mask, is_causal, n_query, n_key, q.device)
     if mask is not None and mask.dtype != torch.bool:
         mask = mask.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale,
-                                          enable_gqa=gqa)
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale, enable_gqa=gqa
+    )
 
 # %% ../nbs/05_attention.ipynb #bf8c1163
 class MultiHeadAttention(nn.Module):
@@ -276,36 +320,66 @@ class MultiHeadAttention(nn.Module):
         torch.Size([3, 5, 8])
     """
 
-    def __init__(self, d_model, n_head, n_kv_head=None, d_head=None, d_context=None, bias=True,
-                 causal=False, dropout=0.0, scale=None, fused_qkv=False):
+    def __init__(
+        self,
+        d_model,
+        n_head,
+        n_kv_head=None,
+        d_head=None,
+        d_context=None,
+        bias=True,
+        causal=False,
+        dropout=0.0,
+        scale=None,
+        fused_qkv=False,
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("n_head", n_head)
-        n_kv_head = n_head if n_kv_head is None else check_positive_int("n_kv_head", n_kv_head)
+        n_kv_head = (
+            n_head if n_kv_head is None else check_positive_int("n_kv_head", n_kv_head)
+        )
         if n_head % n_kv_head != 0:
-            raise ValueError(f"`n_kv_head` ({n_kv_head}) must divide `n_head` ({n_head})")
+            raise ValueError(
+                f"`n_kv_head` ({n_kv_head}) must divide `n_head` ({n_head})"
+            )
         if d_head is None:
             if d_model % n_head != 0:
-                raise ValueError(f"`d_model` ({d_model}) must be divisible by `n_head` ({n_head}), "
-                                 f"or pass `d_head` explicitly")
+                raise ValueError(
+                    f"`d_model` ({d_model}) must be divisible by `n_head` ({n_head}), "
+                    f"or pass `d_head` explicitly"
+                )
             d_head = d_model // n_head
         check_positive_int("d_head", d_head)
-        d_context = d_model if d_context is None else check_positive_int("d_context", d_context)
+        d_context = (
+            d_model if d_context is None else check_positive_int("d_context", d_context)
+        )
         check_float("dropout", dropout, min=0.0, max=1.0, max_open=True)
         if scale is not None:
             check_float("scale", scale, min=0.0, min_open=True)
-        self.d_model, self.n_head, self.n_kv_head, self.d_head = d_model, n_head, n_kv_head, d_head
-        self.causal, self.dropout, self.scale = check_bool("causal", causal), dropout, scale
+        self.d_model, self.n_head, self.n_kv_head, self.d_head = (
+            d_model,
+            n_head,
+            n_kv_head,
+            d_head,
+        )
+        self.causal, self.dropout, self.scale = (
+            check_bool("causal", causal),
+            dropout,
+            scale,
+        )
         self.fused_qkv = check_bool("fused_qkv", fused_qkv)
-        self.q_proj = nn.Linear(d_model, n_head * d_head, bias=check_bool("bias", bias))  # W^Q, all heads
-        self.k_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)     # W^K
-        self.v_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)     # W^V
-        self.out_proj = nn.Linear(n_head * d_head, d_model, bias=bias)        # W^O
+        self.q_proj = nn.Linear(
+            d_model, n_head * d_head, bias=check_bool("bias", bias)
+        )  # W^Q, all heads
+        self.k_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)  # W^K
+        self.v_proj = nn.Linear(d_context, n_kv_head * d_head, bias=bias)  # W^V
+        self.out_proj = nn.Linear(n_head * d_head, d_model, bias=bias)  # W^O
 
     def split_heads(self, x, n):
         """(batch, T, n * d_head) -> (batch, n, T, d_head): one slice per head, no copy."""
         B, T, _ = x.shape
-        return x.view(B, T, n, self.d_head).transpose(1, 2)                # (B, n, T, d_head)
+        return x.view(B, T, n, self.d_head).transpose(1, 2)  # (B, n, T, d_head)
 
     def project_qkv(self, x):
         """Queries, keys and values of self-attention, each split into heads.
@@ -319,30 +393,56 @@ class MultiHeadAttention(nn.Module):
         """
         projs = (self.q_proj, self.k_proj, self.v_proj)
         if self.fused_qkv and all(type(p) is nn.Linear for p in projs):
-            w = torch.cat([p.weight for p in projs])                       # (H + 2 H_kv) d_head x d
+            w = torch.cat([p.weight for p in projs])  # (H + 2 H_kv) d_head x d
             b = None if projs[0].bias is None else torch.cat([p.bias for p in projs])
             q, k, v = F.linear(x, w, b).split([p.out_features for p in projs], dim=-1)
         else:
             q, k, v = (p(x) for p in projs)
-        return (self.split_heads(q, self.n_head), self.split_heads(k, self.n_kv_head),
-                self.split_heads(v, self.n_kv_head))                       # (B, H or H_kv, T, d_head)
+        return (
+            self.split_heads(q, self.n_head),
+            self.split_heads(k, self.n_kv_head),
+            self.split_heads(v, self.n_kv_head),
+        )  # (B, H or H_kv, T, d_head)
 
     def _check_inputs(self, x, context):
-        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(f"`x` must have shape (batch, length, {self.d_model}), got "
-                             f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}")
+        if (
+            not isinstance(x, torch.Tensor)
+            or x.dim() != 3
+            or x.size(-1) != self.d_model
+        ):
+            raise ValueError(
+                f"`x` must have shape (batch, length, {self.d_model}), got "
+                f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}"
+            )
         if not x.is_floating_point():
-            raise TypeError(f"`x` must be a floating-point tensor, got {x.dtype}; embed token ids first")
+            raise TypeError(
+                f"`x` must be a floating-point tensor, got {x.dtype}; embed token ids first"
+            )
         if x.size(1) == 0:
-            raise ValueError("`x` has no positions: give at least one token per sequence")
-        if context is not None and (not isinstance(context, torch.Tensor) or context.dim() != 3
-                                    or context.size(0) != x.size(0)
-                                    or context.size(-1) != self.k_proj.in_features):
-            raise ValueError(f"`context` must have shape ({x.size(0)}, length, {self.k_proj.in_features}), "
-                             f"got {tuple(getattr(context, 'shape', ())) or type(context).__name__}")
+            raise ValueError(
+                "`x` has no positions: give at least one token per sequence"
+            )
+        if context is not None and (
+            not isinstance(context, torch.Tensor)
+            or context.dim() != 3
+            or context.size(0) != x.size(0)
+            or context.size(-1) != self.k_proj.in_features
+        ):
+            raise ValueError(
+                f"`context` must have shape ({x.size(0)}, length, {self.k_proj.in_features}), "
+                f"got {tuple(getattr(context, 'shape', ())) or type(context).__name__}"
+            )
 
-    def forward(self, x, context=None, mask=None, rope=None, positions=None, cache=None,
-                need_weights=False):
+    def forward(
+        self,
+        x,
+        context=None,
+        mask=None,
+        rope=None,
+        positions=None,
+        cache=None,
+        need_weights=False,
+    ):
         """Attend from `x` (batch, L, d_model) to itself or to `context` (batch, S, d_context).
 
         Args:
@@ -366,13 +466,15 @@ class MultiHeadAttention(nn.Module):
         """
         self._check_inputs(x, context)
         if context is None:
-            q, k, v = self.project_qkv(x)                              # (B, H or H_kv, L, d_head)
+            q, k, v = self.project_qkv(x)  # (B, H or H_kv, L, d_head)
         else:
-            q = self.split_heads(self.q_proj(x), self.n_head)          # (B, H, L, d_head)
-            if cache is not None and cache.length:                     # encoder keys/values: reuse
+            q = self.split_heads(self.q_proj(x), self.n_head)  # (B, H, L, d_head)
+            if cache is not None and cache.length:  # encoder keys/values: reuse
                 k, v = cache.k, cache.v
             else:
-                k = self.split_heads(self.k_proj(context), self.n_kv_head)   # (B, H_kv, S, d_head)
+                k = self.split_heads(
+                    self.k_proj(context), self.n_kv_head
+                )  # (B, H_kv, S, d_head)
                 v = self.split_heads(self.v_proj(context), self.n_kv_head)
         if rope is not None:
             if positions is None:
@@ -381,14 +483,19 @@ class MultiHeadAttention(nn.Module):
             q = rope(q, positions)
             k = rope(k, positions) if context is None else k
         if cache is not None:
-            k, v = cache.update(k, v)                                  # (B, H_kv, S_total, d_head)
+            k, v = cache.update(k, v)  # (B, H_kv, S_total, d_head)
         is_causal = self.causal and context is None
         if need_weights:
-            y, weights = explicit_attention(q, k, v, mask=mask, is_causal=is_causal, scale=self.scale)
+            y, weights = explicit_attention(
+                q, k, v, mask=mask, is_causal=is_causal, scale=self.scale
+            )
         else:
             p = self.dropout if self.training else 0.0
-            y = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
-                                             scale=self.scale, dropout_p=p)
-        y = y.transpose(1, 2).reshape(x.size(0), x.size(1), self.n_head * self.d_head)  # concat heads
-        y = self.out_proj(y)                                           # (B, L, d_model)
+            y = scaled_dot_product_attention(
+                q, k, v, mask=mask, is_causal=is_causal, scale=self.scale, dropout_p=p
+            )
+        y = y.transpose(1, 2).reshape(
+            x.size(0), x.size(1), self.n_head * self.d_head
+        )  # concat heads
+        y = self.out_proj(y)  # (B, L, d_model)
         return (y, weights) if need_weights else y

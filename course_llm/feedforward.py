@@ -10,8 +10,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import check_bool, check_choice, check_float, check_positive_int, check_tensor
-
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_positive_int,
+    check_tensor,
+)
 
 # %% ../nbs/06d_feedforward.ipynb #af7174a5
 def gelu(x, approximate="none"):
@@ -29,7 +34,11 @@ def gelu(x, approximate="none"):
     if approximate == "none":
         return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
     if approximate == "tanh":
-        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+        return (
+            0.5
+            * x
+            * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+        )
     raise ValueError(f"`approximate` must be 'none' or 'tanh', got {approximate!r}")
 
 # %% ../nbs/06d_feedforward.ipynb #1f95a554
@@ -96,7 +105,9 @@ def ffn_flops(d_model, d_ff, gated):
         >>> ffn_flops(768, 4 * 768, gated=False) == 16 * 768 ** 2
         True
     """
-    check_float("d_model", d_model, min=0.0, min_open=True)      # real widths allowed: 8/3 d
+    check_float(
+        "d_model", d_model, min=0.0, min_open=True
+    )  # real widths allowed: 8/3 d
     check_float("d_ff", d_ff, min=0.0, min_open=True)
     return 2 * (3 if check_bool("gated", gated) else 2) * d_model * d_ff
 
@@ -145,9 +156,9 @@ class GLU(nn.Module):
         super().__init__()
         _check_ffn_sizes(d_model, d_ff, bias)
         self.act = _activation(activation)
-        self.w1 = nn.Linear(d_model, d_ff, bias=bias)        # activated branch (gate_proj)
-        self.v = nn.Linear(d_model, d_ff, bias=bias)         # linear branch (up_proj)
-        self.w2 = nn.Linear(d_ff, d_model, bias=bias)        # (down_proj)
+        self.w1 = nn.Linear(d_model, d_ff, bias=bias)  # activated branch (gate_proj)
+        self.v = nn.Linear(d_model, d_ff, bias=bias)  # linear branch (up_proj)
+        self.w2 = nn.Linear(d_ff, d_model, bias=bias)  # (down_proj)
 
     def forward(self, x):
         """Apply the gated FFN to each position of x (..., d_model)."""

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 
 from .core import check_int, check_positive_int, check_tensor, check_token_ids
 from .moe import Experts
-from .layers import PositionEmbedding, TransformerBlock, make_norm
+from .layers import PositionEmbedding, TransformerBlock
+from .norms import make_norm
 from .gpt_config import GPT_DEFAULTS, PRESETS, GPTConfig
 from .gpt_hf import gpt_from_hf, gpt_to_hf
 
@@ -33,8 +34,10 @@ def check_targets(name, targets, vocab_size, ignore_index=-100):
     check_tensor(name, targets, dtype="int")
     bad = (targets != ignore_index) & ((targets < 0) | (targets >= vocab_size))
     if bool(bad.any()):
-        raise ValueError(f"`{name}` holds {targets[bad][0].item()}, outside the vocabulary "
-                         f"[0, {vocab_size}) and not ignore_index={ignore_index}")
+        raise ValueError(
+            f"`{name}` holds {targets[bad][0].item()}, outside the vocabulary "
+            f"[0, {vocab_size}) and not ignore_index={ignore_index}"
+        )
     return targets
 
 # %% ../nbs/07_gpt.ipynb #8d8f0c09
@@ -61,22 +64,29 @@ class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
         if not isinstance(config, GPTConfig):
-            raise TypeError(f"`config` must be a GPTConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a GPTConfig, got {type(config).__name__}"
+            )
         self.config = c = config
         bc = c.block_config()
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)                 # A^T: (N_V, d)
-        self.pos_emb = (PositionEmbedding(c.position, c.max_len, c.d_model)
-                        if c.position in ("learned", "sinusoidal") else None)  # W_p^T: (l_max, d)
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)  # A^T: (N_V, d)
+        self.pos_emb = (
+            PositionEmbedding(c.position, c.max_len, c.d_model)
+            if c.position in ("learned", "sinusoidal")
+            else None
+        )  # W_p^T: (l_max, d)
         self.drop = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList(TransformerBlock(bc) for _ in range(c.n_layer))
         self.norm = make_norm(bc)
-        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)        # B: (N_V, d)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)  # B: (N_V, d)
         self.apply(self._init_weights)
-        for name, p in self.named_parameters():       # residual projections: std / sqrt(2 L)
-            if name.endswith(("attn.out_proj.weight", "ffn.w2.weight", "ffn.experts.w2")):
+        for name, p in self.named_parameters():  # residual projections: std / sqrt(2 L)
+            if name.endswith(
+                ("attn.out_proj.weight", "ffn.w2.weight", "ffn.experts.w2")
+            ):
                 nn.init.normal_(p, mean=0.0, std=c.init_std / math.sqrt(2 * c.n_layer))
         if c.tie_weights:
-            self.lm_head.weight = self.tok_emb.weight                          # B = A^T
+            self.lm_head.weight = self.tok_emb.weight  # B = A^T
 
     def _init_weights(self, module):
         if isinstance(module, nn.Linear):
@@ -108,13 +118,17 @@ class GPT(nn.Module):
         check_token_ids("idx", idx, self.config.vocab_size, ndim=2)
         T, max_len = idx.size(1), self.config.max_len
         if T < 1 or idx.size(0) < 1:
-            raise ValueError(f"`idx` is empty (shape {tuple(idx.shape)}): give at least one token "
-                             f"per sequence")
+            raise ValueError(
+                f"`idx` is empty (shape {tuple(idx.shape)}): give at least one token "
+                f"per sequence"
+            )
         if start + T > max_len:
             where = f" after {start} cached positions" if start else ""
-            raise ValueError(f"sequence of length {T}{where} exceeds the context window "
-                             f"max_len={max_len} (block_size={max_len}); crop the input to its last "
-                             f"{max_len - start} tokens")
+            raise ValueError(
+                f"sequence of length {T}{where} exceeds the context window "
+                f"max_len={max_len} (block_size={max_len}); crop the input to its last "
+                f"{max_len - start} tokens"
+            )
 
     def features(self, idx, kv_cache=None):
         """The final hidden states v_1..v_T (after the final norm), shape (batch, T, d_model).
@@ -129,18 +143,22 @@ class GPT(nn.Module):
         start = 0
         if kv_cache is not None:
             if len(kv_cache) != self.config.n_layer:
-                raise ValueError(f"`kv_cache` must hold one cache per layer ({self.config.n_layer}), "
-                                 f"got {len(kv_cache)}")
+                raise ValueError(
+                    f"`kv_cache` must hold one cache per layer ({self.config.n_layer}), "
+                    f"got {len(kv_cache)}"
+                )
             start = kv_cache[0].length
         self._check_idx(idx, start)
-        positions = torch.arange(start, start + idx.size(1), device=idx.device)   # (T,)
-        x = self.tok_emb(idx)                                                  # (B, T, d): A e_u
+        positions = torch.arange(start, start + idx.size(1), device=idx.device)  # (T,)
+        x = self.tok_emb(idx)  # (B, T, d): A e_u
         if self.pos_emb is not None:
-            x = x + self.pos_emb(positions)                                    # + W_p[:, t]
+            x = x + self.pos_emb(positions)  # + W_p[:, t]
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, positions=positions, cache=None if kv_cache is None else kv_cache[i])
-        return self.norm(x)                                                    # (B, T, d)
+            x = block(
+                x, positions=positions, cache=None if kv_cache is None else kv_cache[i]
+            )
+        return self.norm(x)  # (B, T, d)
 
     def forward(self, idx, targets=None, ignore_index=-100, kv_cache=None):
         """Logits of the next token at every position, and the mean cross-entropy loss.
@@ -161,16 +179,23 @@ class GPT(nn.Module):
         """
         if targets is not None:
             check_int("ignore_index", ignore_index)
-            if not isinstance(targets, torch.Tensor) or targets.shape != getattr(idx, "shape", None):
-                raise ValueError(f"`targets` must have the shape of `idx` {tuple(getattr(idx, 'shape', ()))} "
-                                 f"(the next token at each position), got "
-                                 f"{tuple(getattr(targets, 'shape', ())) or type(targets).__name__}")
+            if not isinstance(targets, torch.Tensor) or targets.shape != getattr(
+                idx, "shape", None
+            ):
+                raise ValueError(
+                    f"`targets` must have the shape of `idx` {tuple(getattr(idx, 'shape', ()))} "
+                    f"(the next token at each position), got "
+                    f"{tuple(getattr(targets, 'shape', ())) or type(targets).__name__}"
+                )
             check_targets("targets", targets, self.config.vocab_size, ignore_index)
-        logits = self.lm_head(self.features(idx, kv_cache))                  # (B, T, N_V): B v_t
+        logits = self.lm_head(self.features(idx, kv_cache))  # (B, T, N_V): B v_t
         if targets is None:
             return logits, None
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten().long(),
-                               ignore_index=ignore_index)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1).float(),
+            targets.flatten().long(),
+            ignore_index=ignore_index,
+        )
         if self.training and self.config.n_expert:
             loss = loss + self.aux_loss()
         return logits, loss
@@ -210,7 +235,6 @@ class GPT(nn.Module):
             True
         """
         return gpt_from_hf(cls, model)
-
 
     def to_hf(self):
         """The same network as a `transformers` `GPT2LMHeadModel` or `LlamaForCausalLM`.
@@ -253,10 +277,12 @@ def count_parameters(config):
     d, H, d_head, d_ff = c.d_model, c.n_head, bc.head_dim, bc.hidden_dim
     H_kv = c.n_kv_head or c.n_head
     b = 1 if c.bias else 0
-    attention = d * (H + 2 * H_kv) * d_head + H * d_head * d + b * ((H + 2 * H_kv) * d_head + d)
+    attention = (
+        d * (H + 2 * H_kv) * d_head + H * d_head * d + b * ((H + 2 * H_kv) * d_head + d)
+    )
     n_mats = 3 if c.ffn == "glu" else 2
     ffn = n_mats * d * d_ff + b * ((n_mats - 1) * d_ff + d)
-    if c.n_expert:                                    # E experts without biases, and a router
+    if c.n_expert:  # E experts without biases, and a router
         ffn = c.n_expert * n_mats * d * d_ff + d * c.n_expert
     one_norm = d * (2 if c.norm == "layer" and c.bias else 1)
     counts = {
@@ -294,16 +320,23 @@ def causal_lm_loss(logits, tokens, ignore_index=-100):
     check_tensor("logits", logits, ndim=3, dtype="float")
     check_int("ignore_index", ignore_index)
     if not isinstance(tokens, torch.Tensor) or tokens.shape != logits.shape[:2]:
-        raise ValueError(f"`tokens` must have shape {tuple(logits.shape[:2])} (batch, T), got "
-                         f"{tuple(getattr(tokens, 'shape', ())) or type(tokens).__name__}")
+        raise ValueError(
+            f"`tokens` must have shape {tuple(logits.shape[:2])} (batch, T), got "
+            f"{tuple(getattr(tokens, 'shape', ())) or type(tokens).__name__}"
+        )
     if logits.size(1) < 2 or logits.size(0) < 1 or logits.size(2) < 1:
-        raise ValueError(f"`logits` {tuple(logits.shape)} needs a batch, a vocabulary and at least 2 "
-                         f"positions: the loss predicts token t+1 from position t")
+        raise ValueError(
+            f"`logits` {tuple(logits.shape)} needs a batch, a vocabulary and at least 2 "
+            f"positions: the loss predicts token t+1 from position t"
+        )
     check_targets("tokens", tokens[:, 1:], logits.size(-1), ignore_index)
-    shifted = logits[:, :-1]                                    # (B, T-1, V): predictions for 2..T
-    targets = tokens[:, 1:]                                     # (B, T-1): tokens 2..T
-    return F.cross_entropy(shifted.flatten(0, 1).float(), targets.flatten().long(),
-                           ignore_index=ignore_index)
+    shifted = logits[:, :-1]  # (B, T-1, V): predictions for 2..T
+    targets = tokens[:, 1:]  # (B, T-1): tokens 2..T
+    return F.cross_entropy(
+        shifted.flatten(0, 1).float(),
+        targets.flatten().long(),
+        ignore_index=ignore_index,
+    )
 
 # %% ../nbs/07_gpt.ipynb #3298de14
 class GPTClassifier(nn.Module):
@@ -335,10 +368,21 @@ class GPTClassifier(nn.Module):
         if not isinstance(gpt, GPT):
             raise TypeError(f"`gpt` must be a GPT, got {type(gpt).__name__}")
         check_positive_int("n_classes", n_classes)
-        for name, i in (("start_id", start_id), ("extract_id", extract_id), ("pad_id", pad_id)):
+        for name, i in (
+            ("start_id", start_id),
+            ("extract_id", extract_id),
+            ("pad_id", pad_id),
+        ):
             if not 0 <= check_int(name, i) < gpt.config.vocab_size:
-                raise ValueError(f"`{name}`={i} is outside the vocabulary (size {gpt.config.vocab_size})")
-        self.gpt, self.start_id, self.extract_id, self.pad_id = gpt, start_id, extract_id, pad_id
+                raise ValueError(
+                    f"`{name}`={i} is outside the vocabulary (size {gpt.config.vocab_size})"
+                )
+        self.gpt, self.start_id, self.extract_id, self.pad_id = (
+            gpt,
+            start_id,
+            extract_id,
+            pad_id,
+        )
         self.n_classes = n_classes
         self.head = nn.Linear(gpt.config.d_model, n_classes)
 
@@ -346,11 +390,23 @@ class GPTClassifier(nn.Module):
         """Class logits for a list of 1-D id tensors: shape (batch,) if n_classes == 1, else (batch, n_classes)."""
         max_body = self.gpt.config.max_len - 2
         device = self.head.weight.device
-        rows = [torch.cat([torch.tensor([self.start_id]), s.cpu()[:max_body], torch.tensor([self.extract_id])])
-                for s in seqs]
-        last = torch.tensor([len(r) - 1 for r in rows], device=device)               # <Extract> positions
-        idx = nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=self.pad_id).to(device)
-        h = self.gpt.features(idx)                                                     # (B, T, d)
-        w_L = h[torch.arange(len(rows), device=device), last]                         # (B, d)
-        logits = self.head(w_L)                                                        # (B, n_classes)
+        rows = [
+            torch.cat(
+                [
+                    torch.tensor([self.start_id]),
+                    s.cpu()[:max_body],
+                    torch.tensor([self.extract_id]),
+                ]
+            )
+            for s in seqs
+        ]
+        last = torch.tensor(
+            [len(r) - 1 for r in rows], device=device
+        )  # <Extract> positions
+        idx = nn.utils.rnn.pad_sequence(
+            rows, batch_first=True, padding_value=self.pad_id
+        ).to(device)
+        h = self.gpt.features(idx)  # (B, T, d)
+        w_L = h[torch.arange(len(rows), device=device), last]  # (B, d)
+        logits = self.head(w_L)  # (B, n_classes)
         return logits[:, 0] if self.n_classes == 1 else logits

@@ -10,7 +10,9 @@ from .core import check_bool, check_float, check_positive_int
 from .layers import ConfigAlias, TransformerConfig, init_config
 
 # %% ../nbs/07f_gpt_config.ipynb #dc636285
-GPT_DEFAULTS = dict(d_model=768, n_head=12, activation="gelu_tanh", causal=True)   # GPT-2 small
+GPT_DEFAULTS = dict(
+    d_model=768, n_head=12, activation="gelu_tanh", causal=True
+)  # GPT-2 small
 
 
 @dataclass(init=False)
@@ -28,7 +30,7 @@ class GPTConfig(TransformerConfig):
     l_max), is accepted as a keyword and an attribute for one release.
 
     Attributes:
-        vocab_size: number of tokens N_V (the deck's n).
+        vocab_size: number of tokens N_V (n in chapter 07's notation).
         n_layer: number of transformer blocks L.
         tie_weights: share the output projection with the token embedding, B = A^T.
         init_std: standard deviation of the normal initialisation (residual projections get
@@ -41,11 +43,12 @@ class GPTConfig(TransformerConfig):
         >>> GPTConfig(block_size=64).max_len
         64
     """
+
     vocab_size: int = 50257
     n_layer: int = 12
     tie_weights: bool = True
     init_std: float = 0.02
-    block_size = ConfigAlias("max_len")          # old name, one release
+    block_size = ConfigAlias("max_len")  # old name, one release
 
     def __init__(self, **kwargs):
         init_config(self, kwargs, GPT_DEFAULTS)
@@ -57,13 +60,17 @@ class GPTConfig(TransformerConfig):
         check_bool("tie_weights", self.tie_weights)
         check_float("init_std", self.init_std, min=0.0)
         if not self.causal or not self.pre_norm or self.cross_attention:
-            raise ValueError("a GPT's blocks are causal and pre-LN, without cross-attention: "
-                             f"got causal={self.causal}, pre_norm={self.pre_norm}, "
-                             f"cross_attention={self.cross_attention}")
+            raise ValueError(
+                "a GPT's blocks are causal and pre-LN, without cross-attention: "
+                f"got causal={self.causal}, pre_norm={self.pre_norm}, "
+                f"cross_attention={self.cross_attention}"
+            )
 
     def block_config(self):
         """The `TransformerConfig` of every block (the block's fields of this config)."""
-        return TransformerConfig(**{f.name: getattr(self, f.name) for f in fields(TransformerConfig)})
+        return TransformerConfig(
+            **{f.name: getattr(self, f.name) for f in fields(TransformerConfig)}
+        )
 
     @classmethod
     def _style(cls, kw, overrides):
@@ -77,9 +84,20 @@ class GPTConfig(TransformerConfig):
 
         Defaults to a tiny size for the book (2 layers, d=64); pass any field to change it.
         """
-        kw = dict(vocab_size=256, max_len=64, n_layer=2, d_model=64, n_head=4, norm="layer",
-                  norm_eps=1e-5, ffn="mlp", activation="gelu_tanh", position="learned", bias=True,
-                  tie_weights=True)
+        kw = dict(
+            vocab_size=256,
+            max_len=64,
+            n_layer=2,
+            d_model=64,
+            n_head=4,
+            norm="layer",
+            norm_eps=1e-5,
+            ffn="mlp",
+            activation="gelu_tanh",
+            position="learned",
+            bias=True,
+            tie_weights=True,
+        )
         return cls._style(kw, overrides)
 
     @classmethod
@@ -88,9 +106,22 @@ class GPTConfig(TransformerConfig):
 
         Defaults to a tiny size for the book (2 layers, d=64, 4 query and 2 key/value heads).
         """
-        kw = dict(vocab_size=256, max_len=64, n_layer=2, d_model=64, n_head=4, n_kv_head=2,
-                  norm="rms", norm_eps=1e-6, ffn="glu", activation="silu", position="rope",
-                  rope_base=10000.0, bias=False, tie_weights=False)
+        kw = dict(
+            vocab_size=256,
+            max_len=64,
+            n_layer=2,
+            d_model=64,
+            n_head=4,
+            n_kv_head=2,
+            norm="rms",
+            norm_eps=1e-6,
+            ffn="glu",
+            activation="silu",
+            position="rope",
+            rope_base=10000.0,
+            bias=False,
+            tie_weights=False,
+        )
         return cls._style(kw, overrides)
 
     @classmethod
@@ -102,22 +133,74 @@ class GPTConfig(TransformerConfig):
             3072
         """
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+            raise ValueError(
+                f"unknown preset {name!r}; choose one of {sorted(PRESETS)}"
+            )
         style, kw = PRESETS[name]
         return (cls.gpt2_style if style == "gpt2" else cls.llama_style)(**kw)
 
 
 PRESETS = {
     # name: (style, fields); sizes from the papers / released checkpoints
-    "gpt1": ("gpt2", dict(vocab_size=40478, max_len=512, n_layer=12, d_model=768, n_head=12,
-                          activation="gelu")),
-    "gpt2-124m": ("gpt2", dict(vocab_size=50257, max_len=1024, n_layer=12, d_model=768, n_head=12)),
-    "gpt2-1.5b": ("gpt2", dict(vocab_size=50257, max_len=1024, n_layer=48, d_model=1600, n_head=25)),
-    "gpt3-small": ("gpt2", dict(vocab_size=50257, max_len=2048, n_layer=12, d_model=768, n_head=12,
-                                d_ff=3072)),
-    "gpt3-175b": ("gpt2", dict(vocab_size=50257, max_len=2048, n_layer=96, d_model=12288, n_head=96)),
-    "llama2-7b": ("llama", dict(vocab_size=32000, max_len=4096, n_layer=32, d_model=4096, n_head=32,
-                                n_kv_head=32, d_ff=11008, norm_eps=1e-5)),
-    "llama3-8b": ("llama", dict(vocab_size=128256, max_len=8192, n_layer=32, d_model=4096, n_head=32,
-                                n_kv_head=8, d_ff=14336, norm_eps=1e-5, rope_base=500000.0)),
+    "gpt1": (
+        "gpt2",
+        dict(
+            vocab_size=40478,
+            max_len=512,
+            n_layer=12,
+            d_model=768,
+            n_head=12,
+            activation="gelu",
+        ),
+    ),
+    "gpt2-124m": (
+        "gpt2",
+        dict(vocab_size=50257, max_len=1024, n_layer=12, d_model=768, n_head=12),
+    ),
+    "gpt2-1.5b": (
+        "gpt2",
+        dict(vocab_size=50257, max_len=1024, n_layer=48, d_model=1600, n_head=25),
+    ),
+    "gpt3-small": (
+        "gpt2",
+        dict(
+            vocab_size=50257,
+            max_len=2048,
+            n_layer=12,
+            d_model=768,
+            n_head=12,
+            d_ff=3072,
+        ),
+    ),
+    "gpt3-175b": (
+        "gpt2",
+        dict(vocab_size=50257, max_len=2048, n_layer=96, d_model=12288, n_head=96),
+    ),
+    "llama2-7b": (
+        "llama",
+        dict(
+            vocab_size=32000,
+            max_len=4096,
+            n_layer=32,
+            d_model=4096,
+            n_head=32,
+            n_kv_head=32,
+            d_ff=11008,
+            norm_eps=1e-5,
+        ),
+    ),
+    "llama3-8b": (
+        "llama",
+        dict(
+            vocab_size=128256,
+            max_len=8192,
+            n_layer=32,
+            d_model=4096,
+            n_head=32,
+            n_kv_head=8,
+            d_ff=14336,
+            norm_eps=1e-5,
+            rope_base=500000.0,
+        ),
+    ),
 }

@@ -8,18 +8,32 @@ import torch
 
 from .gpt_config import GPTConfig
 
-_LLAMA_NAMES = {"attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj",
-                "attn.v_proj": "self_attn.v_proj", "attn.out_proj": "self_attn.o_proj",
-                "ffn.w1": "mlp.gate_proj", "ffn.v": "mlp.up_proj", "ffn.w2": "mlp.down_proj",
-                "norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
-_GPT2_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu",
-                     "relu": "relu", "silu": "silu"}
+_LLAMA_NAMES = {
+    "attn.q_proj": "self_attn.q_proj",
+    "attn.k_proj": "self_attn.k_proj",
+    "attn.v_proj": "self_attn.v_proj",
+    "attn.out_proj": "self_attn.o_proj",
+    "ffn.w1": "mlp.gate_proj",
+    "ffn.v": "mlp.up_proj",
+    "ffn.w2": "mlp.down_proj",
+    "norm1": "input_layernorm",
+    "norm2": "post_attention_layernorm",
+}
+_GPT2_ACTIVATIONS = {
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu": "gelu",
+    "relu": "relu",
+    "silu": "silu",
+}
 
 
 def _rope_theta(hf_config):
     params = getattr(hf_config, "rope_parameters", None) or {}
     if params.get("rope_type", "default") != "default":
-        raise ValueError(f"RoPE scaling {params.get('rope_type')!r} is not supported (only 'default')")
+        raise ValueError(
+            f"RoPE scaling {params.get('rope_type')!r} is not supported (only 'default')"
+        )
     theta = params.get("rope_theta", getattr(hf_config, "rope_theta", None))
     return float(theta if theta is not None else 10000.0)
 
@@ -27,51 +41,92 @@ def _rope_theta(hf_config):
 def _config_from_gpt2(h):
     if h.activation_function not in _GPT2_ACTIVATIONS:
         raise ValueError(f"GPT-2 activation {h.activation_function!r} is not supported")
-    if not h.scale_attn_weights or h.scale_attn_by_inverse_layer_idx or getattr(h, "add_cross_attention", False):
-        raise ValueError("only GPT-2 configs with the standard 1/sqrt(d_head) attention scale "
-                         "and no cross-attention are supported")
-    return GPTConfig.gpt2_style(vocab_size=h.vocab_size, max_len=h.n_positions, n_layer=h.n_layer,
-                                d_model=h.n_embd, n_head=h.n_head, d_ff=h.n_inner or 4 * h.n_embd,
-                                norm_eps=h.layer_norm_epsilon,
-                                activation=_GPT2_ACTIVATIONS[h.activation_function],
-                                tie_weights=bool(h.tie_word_embeddings))
+    if (
+        not h.scale_attn_weights
+        or h.scale_attn_by_inverse_layer_idx
+        or getattr(h, "add_cross_attention", False)
+    ):
+        raise ValueError(
+            "only GPT-2 configs with the standard 1/sqrt(d_head) attention scale "
+            "and no cross-attention are supported"
+        )
+    return GPTConfig.gpt2_style(
+        vocab_size=h.vocab_size,
+        max_len=h.n_positions,
+        n_layer=h.n_layer,
+        d_model=h.n_embd,
+        n_head=h.n_head,
+        d_ff=h.n_inner or 4 * h.n_embd,
+        norm_eps=h.layer_norm_epsilon,
+        activation=_GPT2_ACTIVATIONS[h.activation_function],
+        tie_weights=bool(h.tie_word_embeddings),
+    )
 
 
 def _config_from_llama(h):
     if h.hidden_act != "silu":
-        raise ValueError(f"Llama activation {h.hidden_act!r} is not supported (only 'silu')")
+        raise ValueError(
+            f"Llama activation {h.hidden_act!r} is not supported (only 'silu')"
+        )
     if h.attention_bias or h.mlp_bias:
-        raise ValueError("Llama configs with attention_bias or mlp_bias are not supported")
-    return GPTConfig.llama_style(vocab_size=h.vocab_size, max_len=h.max_position_embeddings,
-                                 n_layer=h.num_hidden_layers, d_model=h.hidden_size,
-                                 n_head=h.num_attention_heads,
-                                 n_kv_head=h.num_key_value_heads or h.num_attention_heads,
-                                 d_head=getattr(h, "head_dim", None) or h.hidden_size // h.num_attention_heads,
-                                 d_ff=h.intermediate_size, norm_eps=h.rms_norm_eps,
-                                 rope_base=_rope_theta(h), tie_weights=bool(h.tie_word_embeddings))
+        raise ValueError(
+            "Llama configs with attention_bias or mlp_bias are not supported"
+        )
+    return GPTConfig.llama_style(
+        vocab_size=h.vocab_size,
+        max_len=h.max_position_embeddings,
+        n_layer=h.num_hidden_layers,
+        d_model=h.hidden_size,
+        n_head=h.num_attention_heads,
+        n_kv_head=h.num_key_value_heads or h.num_attention_heads,
+        d_head=getattr(h, "head_dim", None) or h.hidden_size // h.num_attention_heads,
+        d_ff=h.intermediate_size,
+        norm_eps=h.rms_norm_eps,
+        rope_base=_rope_theta(h),
+        tie_weights=bool(h.tie_word_embeddings),
+    )
 
 
 def _state_from_gpt2(sd, n_layer, d):
-    out = {"tok_emb.weight": sd["transformer.wte.weight"], "pos_emb.weight": sd["transformer.wpe.weight"],
-           "norm.weight": sd["transformer.ln_f.weight"], "norm.bias": sd["transformer.ln_f.bias"],
-           "lm_head.weight": sd.get("lm_head.weight", sd["transformer.wte.weight"])}
+    out = {
+        "tok_emb.weight": sd["transformer.wte.weight"],
+        "pos_emb.weight": sd["transformer.wpe.weight"],
+        "norm.weight": sd["transformer.ln_f.weight"],
+        "norm.bias": sd["transformer.ln_f.bias"],
+        "lm_head.weight": sd.get("lm_head.weight", sd["transformer.wte.weight"]),
+    }
     for i in range(n_layer):
         h, o = f"transformer.h.{i}.", f"blocks.{i}."
-        w, b = sd[h + "attn.c_attn.weight"], sd[h + "attn.c_attn.bias"]     # Conv1D: (d, 3d), [q|k|v]
+        w, b = (
+            sd[h + "attn.c_attn.weight"],
+            sd[h + "attn.c_attn.bias"],
+        )  # Conv1D: (d, 3d), [q|k|v]
         for j, name in enumerate(("q_proj", "k_proj", "v_proj")):
-            out[o + f"attn.{name}.weight"] = w[:, j * d:(j + 1) * d].t()
-            out[o + f"attn.{name}.bias"] = b[j * d:(j + 1) * d]
-        for ours, theirs in (("attn.out_proj", "attn.c_proj"), ("ffn.w1", "mlp.c_fc"), ("ffn.w2", "mlp.c_proj")):
-            out[o + ours + ".weight"] = sd[h + theirs + ".weight"].t()          # Conv1D stores W^T
+            out[o + f"attn.{name}.weight"] = w[:, j * d : (j + 1) * d].t()
+            out[o + f"attn.{name}.bias"] = b[j * d : (j + 1) * d]
+        for ours, theirs in (
+            ("attn.out_proj", "attn.c_proj"),
+            ("ffn.w1", "mlp.c_fc"),
+            ("ffn.w2", "mlp.c_proj"),
+        ):
+            out[o + ours + ".weight"] = sd[
+                h + theirs + ".weight"
+            ].t()  # Conv1D stores W^T
             out[o + ours + ".bias"] = sd[h + theirs + ".bias"]
         for ours, theirs in (("norm1", "ln_1"), ("norm2", "ln_2")):
-            out[o + ours + ".weight"], out[o + ours + ".bias"] = sd[h + theirs + ".weight"], sd[h + theirs + ".bias"]
+            out[o + ours + ".weight"], out[o + ours + ".bias"] = (
+                sd[h + theirs + ".weight"],
+                sd[h + theirs + ".bias"],
+            )
     return out
 
 
 def _state_from_llama(sd, n_layer):
-    out = {"tok_emb.weight": sd["model.embed_tokens.weight"], "norm.weight": sd["model.norm.weight"],
-           "lm_head.weight": sd.get("lm_head.weight", sd["model.embed_tokens.weight"])}
+    out = {
+        "tok_emb.weight": sd["model.embed_tokens.weight"],
+        "norm.weight": sd["model.norm.weight"],
+        "lm_head.weight": sd.get("lm_head.weight", sd["model.embed_tokens.weight"]),
+    }
     for i in range(n_layer):
         for ours, theirs in _LLAMA_NAMES.items():
             out[f"blocks.{i}.{ours}.weight"] = sd[f"model.layers.{i}.{theirs}.weight"]
@@ -95,16 +150,25 @@ def gpt_from_hf(cls, model):
         raise TypeError(f"`cls` must be a model class (GPT), got {type(cls).__name__}")
     kind = type(model).__name__
     if kind not in ("GPT2LMHeadModel", "LlamaForCausalLM"):
-        raise TypeError(f"`model` must be a transformers GPT2LMHeadModel or LlamaForCausalLM, got {kind}")
+        raise TypeError(
+            f"`model` must be a transformers GPT2LMHeadModel or LlamaForCausalLM, got {kind}"
+        )
     h = model.config
-    config = _config_from_gpt2(h) if kind == "GPT2LMHeadModel" else _config_from_llama(h)
+    config = (
+        _config_from_gpt2(h) if kind == "GPT2LMHeadModel" else _config_from_llama(h)
+    )
     sd = model.state_dict()
-    state = (_state_from_gpt2(sd, config.n_layer, config.d_model) if kind == "GPT2LMHeadModel"
-             else _state_from_llama(sd, config.n_layer))
+    state = (
+        _state_from_gpt2(sd, config.n_layer, config.d_model)
+        if kind == "GPT2LMHeadModel"
+        else _state_from_llama(sd, config.n_layer)
+    )
     param = next(model.parameters())
     with torch.device("meta"):
         gpt = cls(config)
-    gpt.load_state_dict({k: v.detach().clone() for k, v in state.items()}, strict=True, assign=True)
+    gpt.load_state_dict(
+        {k: v.detach().clone() for k, v in state.items()}, strict=True, assign=True
+    )
     if config.tie_weights:
         gpt.lm_head.weight = gpt.tok_emb.weight
     return gpt.to(device=param.device, dtype=param.dtype)
@@ -125,56 +189,115 @@ def gpt_to_hf(gpt):
 
     c = gpt.config
     if c.n_expert:
-        raise ValueError("to_hf covers dense models only: this one has mixture-of-experts FFNs "
-                         f"(n_expert={c.n_expert})")
+        raise ValueError(
+            "to_hf covers dense models only: this one has mixture-of-experts FFNs "
+            f"(n_expert={c.n_expert})"
+        )
     bc = c.block_config()
-    gpt2_like = (c.position == "learned" and c.norm == "layer" and c.ffn == "mlp" and c.bias
-                 and (c.n_kv_head or c.n_head) == c.n_head and bc.head_dim * c.n_head == c.d_model)
-    llama_like = (c.position == "rope" and c.norm == "rms" and c.ffn == "glu" and c.activation == "silu"
-                  and not c.bias)
+    gpt2_like = (
+        c.position == "learned"
+        and c.norm == "layer"
+        and c.ffn == "mlp"
+        and c.bias
+        and (c.n_kv_head or c.n_head) == c.n_head
+        and bc.head_dim * c.n_head == c.d_model
+    )
+    llama_like = (
+        c.position == "rope"
+        and c.norm == "rms"
+        and c.ffn == "glu"
+        and c.activation == "silu"
+        and not c.bias
+    )
     acts = {"gelu_tanh": "gelu_new", "gelu": "gelu", "relu": "relu", "silu": "silu"}
     if gpt2_like:
-        h = transformers.GPT2Config(vocab_size=c.vocab_size, n_positions=c.max_len, n_embd=c.d_model,
-                                    n_layer=c.n_layer, n_head=c.n_head, n_inner=bc.hidden_dim,
-                                    activation_function=acts[c.activation], layer_norm_epsilon=c.norm_eps,
-                                    resid_pdrop=c.dropout, embd_pdrop=c.dropout, attn_pdrop=c.dropout,
-                                    tie_word_embeddings=c.tie_weights, bos_token_id=None, eos_token_id=None)
+        h = transformers.GPT2Config(
+            vocab_size=c.vocab_size,
+            n_positions=c.max_len,
+            n_embd=c.d_model,
+            n_layer=c.n_layer,
+            n_head=c.n_head,
+            n_inner=bc.hidden_dim,
+            activation_function=acts[c.activation],
+            layer_norm_epsilon=c.norm_eps,
+            resid_pdrop=c.dropout,
+            embd_pdrop=c.dropout,
+            attn_pdrop=c.dropout,
+            tie_word_embeddings=c.tie_weights,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
         hf = transformers.GPT2LMHeadModel(h)
         ours = gpt.state_dict()
-        sd = {"transformer.wte.weight": ours["tok_emb.weight"], "transformer.wpe.weight": ours["pos_emb.weight"],
-              "transformer.ln_f.weight": ours["norm.weight"], "transformer.ln_f.bias": ours["norm.bias"],
-              "lm_head.weight": ours["lm_head.weight"]}
+        sd = {
+            "transformer.wte.weight": ours["tok_emb.weight"],
+            "transformer.wpe.weight": ours["pos_emb.weight"],
+            "transformer.ln_f.weight": ours["norm.weight"],
+            "transformer.ln_f.bias": ours["norm.bias"],
+            "lm_head.weight": ours["lm_head.weight"],
+        }
         for i in range(c.n_layer):
             h_, o = f"transformer.h.{i}.", f"blocks.{i}."
-            sd[h_ + "attn.c_attn.weight"] = torch.cat([ours[o + f"attn.{n}.weight"] for n in ("q_proj", "k_proj", "v_proj")]).t()
-            sd[h_ + "attn.c_attn.bias"] = torch.cat([ours[o + f"attn.{n}.bias"] for n in ("q_proj", "k_proj", "v_proj")])
-            for mine, theirs in (("attn.out_proj", "attn.c_proj"), ("ffn.w1", "mlp.c_fc"), ("ffn.w2", "mlp.c_proj")):
+            sd[h_ + "attn.c_attn.weight"] = torch.cat(
+                [ours[o + f"attn.{n}.weight"] for n in ("q_proj", "k_proj", "v_proj")]
+            ).t()
+            sd[h_ + "attn.c_attn.bias"] = torch.cat(
+                [ours[o + f"attn.{n}.bias"] for n in ("q_proj", "k_proj", "v_proj")]
+            )
+            for mine, theirs in (
+                ("attn.out_proj", "attn.c_proj"),
+                ("ffn.w1", "mlp.c_fc"),
+                ("ffn.w2", "mlp.c_proj"),
+            ):
                 sd[h_ + theirs + ".weight"] = ours[o + mine + ".weight"].t()
                 sd[h_ + theirs + ".bias"] = ours[o + mine + ".bias"]
             for mine, theirs in (("norm1", "ln_1"), ("norm2", "ln_2")):
-                sd[h_ + theirs + ".weight"], sd[h_ + theirs + ".bias"] = ours[o + mine + ".weight"], ours[o + mine + ".bias"]
+                sd[h_ + theirs + ".weight"], sd[h_ + theirs + ".bias"] = (
+                    ours[o + mine + ".weight"],
+                    ours[o + mine + ".bias"],
+                )
     elif llama_like:
-        h = transformers.LlamaConfig(vocab_size=c.vocab_size, max_position_embeddings=c.max_len,
-                                     hidden_size=c.d_model, intermediate_size=bc.hidden_dim,
-                                     num_hidden_layers=c.n_layer, num_attention_heads=c.n_head,
-                                     num_key_value_heads=c.n_kv_head or c.n_head, head_dim=bc.head_dim,
-                                     rms_norm_eps=c.norm_eps, rope_theta=c.rope_base, attention_dropout=c.dropout,
-                                     tie_word_embeddings=c.tie_weights, hidden_act="silu",
-                                     bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        h = transformers.LlamaConfig(
+            vocab_size=c.vocab_size,
+            max_position_embeddings=c.max_len,
+            hidden_size=c.d_model,
+            intermediate_size=bc.hidden_dim,
+            num_hidden_layers=c.n_layer,
+            num_attention_heads=c.n_head,
+            num_key_value_heads=c.n_kv_head or c.n_head,
+            head_dim=bc.head_dim,
+            rms_norm_eps=c.norm_eps,
+            rope_theta=c.rope_base,
+            attention_dropout=c.dropout,
+            tie_word_embeddings=c.tie_weights,
+            hidden_act="silu",
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=None,
+        )
         hf = transformers.LlamaForCausalLM(h)
         ours = gpt.state_dict()
-        sd = {"model.embed_tokens.weight": ours["tok_emb.weight"], "model.norm.weight": ours["norm.weight"],
-              "lm_head.weight": ours["lm_head.weight"]}
+        sd = {
+            "model.embed_tokens.weight": ours["tok_emb.weight"],
+            "model.norm.weight": ours["norm.weight"],
+            "lm_head.weight": ours["lm_head.weight"],
+        }
         for i in range(c.n_layer):
             for mine, theirs in _LLAMA_NAMES.items():
-                sd[f"model.layers.{i}.{theirs}.weight"] = ours[f"blocks.{i}.{mine}.weight"]
+                sd[f"model.layers.{i}.{theirs}.weight"] = ours[
+                    f"blocks.{i}.{mine}.weight"
+                ]
     else:
-        raise ValueError("to_hf() needs a gpt2-style config (learned positions, LayerNorm, MLP, biases, "
-                         "no GQA) or a llama-style one (RoPE, RMSNorm, SwiGLU, no biases); got "
-                         f"position={c.position!r}, norm={c.norm!r}, ffn={c.ffn!r}, bias={c.bias}")
+        raise ValueError(
+            "to_hf() needs a gpt2-style config (learned positions, LayerNorm, MLP, biases, "
+            "no GQA) or a llama-style one (RoPE, RMSNorm, SwiGLU, no biases); got "
+            f"position={c.position!r}, norm={c.norm!r}, ffn={c.ffn!r}, bias={c.bias}"
+        )
     missing, unexpected = hf.load_state_dict(sd, strict=False)
     missing = [k for k in missing if not (c.tie_weights and k == "lm_head.weight")]
     if missing or unexpected:
-        raise RuntimeError(f"weight mapping incomplete: missing {missing}, unexpected {unexpected}")
+        raise RuntimeError(
+            f"weight mapping incomplete: missing {missing}, unexpected {unexpected}"
+        )
     param = next(gpt.parameters())
     return hf.to(device=param.device, dtype=param.dtype).train(gpt.training)

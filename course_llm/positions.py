@@ -9,8 +9,13 @@ import math
 import torch
 import torch.nn as nn
 
-from .core import check_bool, check_choice, check_float, check_positive_int, check_tensor
-
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_positive_int,
+    check_tensor,
+)
 
 # %% ../nbs/06b_positions.ipynb #c9a12855
 def sinusoidal_positions(n_positions, d_model, base=10000.0):
@@ -36,10 +41,14 @@ def sinusoidal_positions(n_positions, d_model, base=10000.0):
     if check_positive_int("d_model", d_model) % 2:
         raise ValueError(f"`d_model` must be even (sin/cos pairs), got {d_model!r}")
     check_float("base", base, min=0.0, min_open=True)
-    position = torch.arange(n_positions, dtype=torch.float64)[:, None]          # (T, 1)
-    inv_freq = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)   # (d/2,)
-    angle = position * inv_freq                                                 # (T, d/2)
-    table = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(n_positions, d_model)
+    position = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (T, 1)
+    inv_freq = base ** (
+        -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model
+    )  # (d/2,)
+    angle = position * inv_freq  # (T, d/2)
+    table = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(
+        n_positions, d_model
+    )
     return table.float()
 
 # %% ../nbs/06b_positions.ipynb #c29d0b47
@@ -65,7 +74,9 @@ class PositionEmbedding(nn.Module):
         if kind == "learned":
             self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         else:
-            self.register_buffer("weight", sinusoidal_positions(max_len, d_model), persistent=False)
+            self.register_buffer(
+                "weight", sinusoidal_positions(max_len, d_model), persistent=False
+            )
 
     def forward(self, positions):
         """Position vectors for integer `positions` of any shape: shape ``positions.shape + (d_model,)``."""
@@ -73,15 +84,17 @@ class PositionEmbedding(nn.Module):
         if positions.numel():
             lo, hi = positions.aminmax()
             if int(lo) < 0 or int(hi) >= self.max_len:
-                raise ValueError(f"`positions` must lie in [0, max_len={self.max_len}), got "
-                                 f"[{int(lo)}, {int(hi)}]; use shorter sequences or a larger max_len")
+                raise ValueError(
+                    f"`positions` must lie in [0, max_len={self.max_len}), got "
+                    f"[{int(lo)}, {int(hi)}]; use shorter sequences or a larger max_len"
+                )
         return self.weight[positions]
 
 # %% ../nbs/06b_positions.ipynb #d1648fbb
 def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
     """The block-diagonal rotation R_l of RoPE (pairs of neighbouring coordinates), (d_head, d_head).
 
-    The explicit matrix of the deck, for teaching and testing: `apply_rope(..., interleaved=True)`
+    The explicit block-diagonal matrix R_l, for teaching and testing: `apply_rope(..., interleaved=True)`
     multiplies by it without building it.
 
     Example:
@@ -97,7 +110,9 @@ def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
     R = torch.zeros(d_head, d_head, dtype=torch.float64)
     for i, t in enumerate(theta.tolist()):
         c, s = math.cos(position * t), math.sin(position * t)
-        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+        R[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[c, -s], [s, c]], dtype=torch.float64
+        )
     return R.to(dtype)
 
 # %% ../nbs/06b_positions.ipynb #4187eb6a
@@ -125,26 +140,36 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     check_tensor("x", x, dtype="float")
     check_tensor("positions", positions, dtype="int")
     if positions.numel() and positions.min() < 0:
-        raise ValueError(f"`positions` must be >= 0 (token positions), got min {positions.min().item()}")
+        raise ValueError(
+            f"`positions` must be >= 0 (token positions), got min {positions.min().item()}"
+        )
     check_float("base", base, min=0.0, min_open=True)
     check_bool("interleaved", interleaved)
     d_head = x.size(-1) if x.dim() >= 2 else 0
     if d_head < 2 or d_head % 2 or x.numel() == 0:
-        raise ValueError(f"`x` must have shape (..., T, d_head), no zero size, d_head even, got "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"`x` must have shape (..., T, d_head), no zero size, d_head even, got "
+            f"{tuple(x.shape)}"
+        )
     if positions.dim() not in (1, 2) or positions.size(-1) != x.size(-2):
-        raise ValueError(f"`positions` must have shape ({x.size(-2)},) or (batch, {x.size(-2)}), "
-                         f"got {tuple(positions.shape)}")
+        raise ValueError(
+            f"`positions` must have shape ({x.size(-2)},) or (batch, {x.size(-2)}), "
+            f"got {tuple(positions.shape)}"
+        )
     compute = torch.promote_types(x.dtype, torch.float32)
-    inv_freq = base ** (-torch.arange(0, d_head, 2, device=x.device, dtype=compute) / d_head)
-    angle = positions.to(compute)[..., None] * inv_freq               # (T, d/2) or (B, T, d/2)
+    inv_freq = base ** (
+        -torch.arange(0, d_head, 2, device=x.device, dtype=compute) / d_head
+    )
+    angle = positions.to(compute)[..., None] * inv_freq  # (T, d/2) or (B, T, d/2)
     if positions.dim() == 2:
-        angle = angle[:, None]                                        # (B, 1, T, d/2): all heads
+        angle = angle[:, None]  # (B, 1, T, d/2): all heads
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     if interleaved:
-        x1, x2 = x[..., 0::2], x[..., 1::2]                           # pairs (2k, 2k+1)
-        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
-    x1, x2 = x[..., : d_head // 2], x[..., d_head // 2:]              # pairs (k, k + d/2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # pairs (2k, 2k+1)
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(
+            -2
+        )
+    x1, x2 = x[..., : d_head // 2], x[..., d_head // 2 :]  # pairs (k, k + d/2)
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 # %% ../nbs/06b_positions.ipynb #9dd9036a
@@ -168,7 +193,7 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"`d_head` must be even for RoPE, got {d_head}")
         check_float("base", base, min=0.0, min_open=True)
         self.d_head, self.base, self.interleaved = d_head, base, interleaved
-        self._tables = {}            # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
+        self._tables = {}  # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
 
     def _cos_sin(self, n, device, dtype):
         """cos and sin tables (n, d_head), each half repeated, computed as `apply_rope` does."""
@@ -176,9 +201,16 @@ class RotaryEmbedding(nn.Module):
         if cos_sin is None or cos_sin[0].size(0) < n:
             n = max(n, 2 * (0 if cos_sin is None else cos_sin[0].size(0)), 256)
             compute = torch.promote_types(dtype, torch.float32)
-            inv_freq = self.base ** (-torch.arange(0, self.d_head, 2, device=device, dtype=compute) / self.d_head)
-            angle = torch.arange(n, device=device).to(compute)[:, None] * inv_freq      # (n, d/2)
-            cos_sin = tuple(torch.cat([t, t], -1).to(dtype) for t in (angle.cos(), angle.sin()))
+            inv_freq = self.base ** (
+                -torch.arange(0, self.d_head, 2, device=device, dtype=compute)
+                / self.d_head
+            )
+            angle = (
+                torch.arange(n, device=device).to(compute)[:, None] * inv_freq
+            )  # (n, d/2)
+            cos_sin = tuple(
+                torch.cat([t, t], -1).to(dtype) for t in (angle.cos(), angle.sin())
+            )
             self._tables[(device, dtype)] = cos_sin
         return cos_sin
 
@@ -188,16 +220,22 @@ class RotaryEmbedding(nn.Module):
         Non-interleaved RoPE at integer positions reads cos and sin from tables computed once
         (bit-identical to `apply_rope`, which handles every other case).
         """
-        if (self.interleaved or torch.is_floating_point(positions) or positions.dim() not in (1, 2)
-                or x.size(-1) != self.d_head or positions.size(-1) != x.size(-2) or positions.numel() == 0):
+        if (
+            self.interleaved
+            or torch.is_floating_point(positions)
+            or positions.dim() not in (1, 2)
+            or x.size(-1) != self.d_head
+            or positions.size(-1) != x.size(-2)
+            or positions.numel() == 0
+        ):
             return apply_rope(x, positions, self.base, self.interleaved)
         lo, hi = positions.aminmax()
         if int(lo) < 0:
             return apply_rope(x, positions, self.base, self.interleaved)
         cos, sin = self._cos_sin(int(hi) + 1, x.device, x.dtype)
-        cos, sin = cos[positions], sin[positions]                     # (T, d) or (B, T, d)
+        cos, sin = cos[positions], sin[positions]  # (T, d) or (B, T, d)
         if positions.dim() == 2:
-            cos, sin = cos[:, None], sin[:, None]                     # (B, 1, T, d): all heads
+            cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, d): all heads
         half = self.d_head // 2
         rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)  # (-x2, x1)
-        return x * cos + rotated * sin                                # (x1 cos - x2 sin, x2 cos + x1 sin)
+        return x * cos + rotated * sin  # (x1 cos - x2 sin, x2 cos + x1 sin)

@@ -45,6 +45,7 @@ class TrainConfig:
         >>> TrainConfig(batch_size=8, grad_accum=4, block_size=64).tokens_per_step(world_size=2)
         4096
     """
+
     max_steps: int = 1000
     batch_size: int = 32
     block_size: int = 128
@@ -65,24 +66,40 @@ class TrainConfig:
     mixed_precision: bool = True
 
     def __post_init__(self):
-        for name in ("max_steps", "batch_size", "block_size", "grad_accum", "eval_interval",
-                     "keep_checkpoints"):
+        for name in (
+            "max_steps",
+            "batch_size",
+            "block_size",
+            "grad_accum",
+            "eval_interval",
+            "keep_checkpoints",
+        ):
             setattr(self, name, check_positive_int(name, getattr(self, name)))
-        self.warmup_steps = check_int("warmup_steps", self.warmup_steps, min=0, max=self.max_steps)
+        self.warmup_steps = check_int(
+            "warmup_steps", self.warmup_steps, min=0, max=self.max_steps
+        )
         self.max_lr = check_float("max_lr", self.max_lr, min=0, min_open=True)
         self.min_lr = check_float("min_lr", self.min_lr, min=0, max=self.max_lr)
         self.weight_decay = check_float("weight_decay", self.weight_decay, min=0)
         self.eps = check_float("eps", self.eps, min=0, min_open=True)
-        self.grad_clip = check_float("grad_clip", self.grad_clip, min=0)       # 0 = off
+        self.grad_clip = check_float("grad_clip", self.grad_clip, min=0)  # 0 = off
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
-            raise ValueError(f"`betas` must be a pair (beta_1, beta_2), got {self.betas!r}")
-        self.betas = tuple(check_float(f"betas[{i}]", b, min=0, max=1, max_open=True)
-                           for i, b in enumerate(self.betas))
+            raise ValueError(
+                f"`betas` must be a pair (beta_1, beta_2), got {self.betas!r}"
+            )
+        self.betas = tuple(
+            check_float(f"betas[{i}]", b, min=0, max=1, max_open=True)
+            for i, b in enumerate(self.betas)
+        )
         if self.eval_tokens is not None:
             self.eval_tokens = check_positive_int("eval_tokens", self.eval_tokens)
         self.seed = check_int("seed", self.seed, min=0)
-        if self.out_dir is not None and not isinstance(self.out_dir, (str, os.PathLike)):
-            raise TypeError(f"`out_dir` must be a path or None, got {type(self.out_dir).__name__}")
+        if self.out_dir is not None and not isinstance(
+            self.out_dir, (str, os.PathLike)
+        ):
+            raise TypeError(
+                f"`out_dir` must be a path or None, got {type(self.out_dir).__name__}"
+            )
         if self.progress is not None:
             check_bool("progress", self.progress)
         check_bool("mixed_precision", self.mixed_precision)
@@ -93,4 +110,6 @@ class TrainConfig:
 
     def lr(self, step: int) -> float:
         """The learning rate of optimizer step `step` (see :func:`cosine_schedule`)."""
-        return cosine_schedule(step, self.max_steps, self.warmup_steps, self.max_lr, self.min_lr)
+        return cosine_schedule(
+            step, self.max_steps, self.warmup_steps, self.max_lr, self.min_lr
+        )
