@@ -36,7 +36,12 @@ def _unique_state(model: nn.Module):
     """The state dict without aliases (tied weights stored once) and the alias map."""
     out, aliases, seen = {}, {}, {}
     for name, tensor in model.state_dict().items():
-        key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        key = (
+            tensor.data_ptr(),
+            tuple(tensor.shape),
+            tuple(tensor.stride()),
+            tensor.dtype,
+        )
         if tensor.numel() and key in seen:
             aliases[name] = seen[key]
             continue
@@ -54,6 +59,7 @@ def save_weights(model: nn.Module, path) -> Path:
         ['bias', 'weight']
     """
     from safetensors.torch import save
+
     state, aliases = _unique_state(_check_module(model))
     return write_atomic(path, save(state, metadata={"aliases": json.dumps(aliases)}))
 
@@ -61,13 +67,16 @@ def save_weights(model: nn.Module, path) -> Path:
 def _read_safetensors(path: Path):
     from safetensors import safe_open
     from safetensors.torch import load_file
+
     try:
         tensors = load_file(path)
         with safe_open(path, "pt") as f:
             aliases = json.loads((f.metadata() or {}).get("aliases", "{}"))
-    except Exception as e:                       # SafetensorError, bad JSON, OS errors
-        raise ValueError(f"{path} is not a readable safetensors file (truncated or corrupt: "
-                         f"{e}); load an earlier checkpoint") from e
+    except Exception as e:  # SafetensorError, bad JSON, OS errors
+        raise ValueError(
+            f"{path} is not a readable safetensors file (truncated or corrupt: "
+            f"{e}); load an earlier checkpoint"
+        ) from e
     if not isinstance(aliases, dict) or not all(v in tensors for v in aliases.values()):
         raise ValueError(f"{path} has a corrupt alias table {aliases!r}")
     return tensors, aliases
@@ -90,12 +99,17 @@ def load_weights(model: nn.Module, path) -> dict:
     expected, model_aliases = _unique_state(model)
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
-    shapes = sorted(f"{k}: checkpoint {tuple(tensors[k].shape)} vs model {tuple(expected[k].shape)}"
-                    for k in set(expected) & set(tensors) if tensors[k].shape != expected[k].shape)
+    shapes = sorted(
+        f"{k}: checkpoint {tuple(tensors[k].shape)} vs model {tuple(expected[k].shape)}"
+        for k in set(expected) & set(tensors)
+        if tensors[k].shape != expected[k].shape
+    )
     if missing or unexpected or shapes:
-        raise ValueError(f"checkpoint {path} does not fit this model (saved from a different "
-                         f"configuration?): missing keys {missing}, unexpected keys {unexpected}, "
-                         f"shape mismatches {shapes}")
+        raise ValueError(
+            f"checkpoint {path} does not fit this model (saved from a different "
+            f"configuration?): missing keys {missing}, unexpected keys {unexpected}, "
+            f"shape mismatches {shapes}"
+        )
     full = dict(tensors)
     for alias, target in {**aliases, **model_aliases}.items():
         full.setdefault(alias, tensors[target])
@@ -121,12 +135,16 @@ def latest_checkpoint(out_dir) -> Path | None:
         return None
     try:
         name = json.loads(pointer.read_text(encoding="utf-8"))["checkpoint"]
-    except (ValueError, KeyError, TypeError) as e:        # bad JSON / UTF-8, wrong layout
-        raise ValueError(f"{pointer} is truncated or corrupt ({e!r}); delete it and load a "
-                         f"step_* folder by its path") from e
+    except (ValueError, KeyError, TypeError) as e:  # bad JSON / UTF-8, wrong layout
+        raise ValueError(
+            f"{pointer} is truncated or corrupt ({e!r}); delete it and load a "
+            f"step_* folder by its path"
+        ) from e
     folder = Path(out_dir) / str(name)
     if not isinstance(name, str) or Path(name).name != name or not folder.is_dir():
-        raise ValueError(f"{pointer} names {name!r}, which is not a checkpoint folder in {out_dir}")
+        raise ValueError(
+            f"{pointer} names {name!r}, which is not a checkpoint folder in {out_dir}"
+        )
     return folder
 
 
@@ -149,7 +167,7 @@ def list_checkpoints(out_dir) -> list[Path]:
 # %% ../nbs/07c_checkpoints.ipynb #8c754fb5
 def _link_or_copy(src, dst):
     try:
-        os.link(src, dst)              # files are never changed in place: sharing them is safe
+        os.link(src, dst)  # files are never changed in place: sharing them is safe
     except OSError:
         shutil.copy2(src, dst)
 
@@ -161,7 +179,7 @@ def _point_latest(out_dir: Path, name: str, step: int):
 def _publish(out_dir: Path, tmp: Path, name: str, step: int) -> Path:
     """Rename the complete folder `tmp` to `out_dir/name` and point latest.json at it."""
     final = out_dir / name
-    if final.exists():                 # the same step again: never let latest.json dangle
+    if final.exists():  # the same step again: never let latest.json dangle
         _point_latest(out_dir, tmp.name, step)
         shutil.rmtree(final)
         staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}."))
@@ -221,8 +239,14 @@ def prune_checkpoints(out_dir, keep: int) -> list[Path]:
     return doomed
 
 # %% ../nbs/07c_checkpoints.ipynb #a4936c8c
-def write_checkpoint(out_dir, step: int, model: nn.Module, state: dict, info: dict,
-                     keep: int | None = None) -> Path:
+def write_checkpoint(
+    out_dir,
+    step: int,
+    model: nn.Module,
+    state: dict,
+    info: dict,
+    keep: int | None = None,
+) -> Path:
     """Write checkpoint ``out_dir/step_NNNNNN/`` and point ``latest.json`` at it.
 
     Args:
@@ -268,6 +292,7 @@ def write_checkpoint(out_dir, step: int, model: nn.Module, state: dict, info: di
 @dataclass
 class Checkpoint:
     """What :func:`read_checkpoint` returns: the folder, its ``state.json`` and ``optimizer.pt``."""
+
     path: Path
     info: dict
     state: dict
@@ -277,20 +302,26 @@ def _read_info(path: Path) -> dict:
     file = path / "state.json"
     try:
         info = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as e:                       # bad JSON or bad UTF-8
-        raise ValueError(f"{file} is truncated or corrupt ({e}); load an earlier checkpoint") from e
+    except ValueError as e:  # bad JSON or bad UTF-8
+        raise ValueError(
+            f"{file} is truncated or corrupt ({e}); load an earlier checkpoint"
+        ) from e
     if not isinstance(info, dict) or not isinstance(info.get("step"), int):
-        raise ValueError(f"{file} does not hold a checkpoint's facts (no integer 'step')")
+        raise ValueError(
+            f"{file} does not hold a checkpoint's facts (no integer 'step')"
+        )
     return info
 
 
 def _read_state(path: Path) -> dict:
     file = path / "optimizer.pt"
-    try:                                          # never unpickle code: tensors and numbers only
+    try:  # never unpickle code: tensors and numbers only
         state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ValueError(f"{file} is truncated, corrupt or not plain tensors ({e}); load an "
-                         f"earlier checkpoint") from e
+        raise ValueError(
+            f"{file} is truncated, corrupt or not plain tensors ({e}); load an "
+            f"earlier checkpoint"
+        ) from e
     if not isinstance(state, dict):
         raise ValueError(f"{file} must hold a dict, got {type(state).__name__}")
     return state
@@ -315,8 +346,10 @@ def read_checkpoint(path, model: nn.Module) -> Checkpoint:
     if (path / LATEST).is_file():
         path = latest_checkpoint(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"no checkpoint at {path} (expected a step_* folder or an out_dir "
-                                f"with {LATEST})")
+        raise FileNotFoundError(
+            f"no checkpoint at {path} (expected a step_* folder or an out_dir "
+            f"with {LATEST})"
+        )
     for name in FILES:
         if not (path / name).is_file():
             raise FileNotFoundError(f"checkpoint {path} lacks {name}: it is incomplete")

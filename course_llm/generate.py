@@ -19,9 +19,12 @@ def _gpt_config(model):
     """The `GPTConfig` of `model`, or a TypeError saying what `generate` needs."""
     c = getattr(model, "config", None)
     if not isinstance(model, torch.nn.Module) or not all(
-            hasattr(c, a) for a in ("vocab_size", "block_size", "n_layer")):
-        raise TypeError(f"`model` must be a course_llm.gpt.GPT (a module with a GPTConfig), "
-                        f"got {type(model).__name__}")
+        hasattr(c, a) for a in ("vocab_size", "block_size", "n_layer")
+    ):
+        raise TypeError(
+            f"`model` must be a course_llm.gpt.GPT (a module with a GPTConfig), "
+            f"got {type(model).__name__}"
+        )
     return c
 
 # %% ../nbs/08_decoding.ipynb #1e1affae
@@ -42,9 +45,15 @@ def top_k_filter(logits, k):
     check_tensor("logits", logits, dtype="float")
     check_positive_int("top_k", k)
     if logits.dim() == 0:
-        raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
+        raise ValueError(
+            "`logits` must have a vocabulary dimension (..., vocab_size), got a scalar"
+        )
+    if logits.numel() == 0:
+        raise ValueError(
+            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores"
+        )
     k = min(k, logits.size(-1))
-    kth = torch.topk(logits, k)[0][..., -1, None]                           # (..., 1)
+    kth = torch.topk(logits, k)[0][..., -1, None]  # (..., 1)
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
@@ -66,12 +75,20 @@ def top_p_filter(logits, p):
     check_tensor("logits", logits, dtype="float")
     check_float("top_p", p, min=0, max=1, min_open=True)
     if logits.dim() == 0:
-        raise ValueError("`logits` must have a vocabulary dimension (..., vocab_size), got a scalar")
-    sorted_logits, sorted_idx = torch.sort(logits, descending=False)         # (..., V) ascending
+        raise ValueError(
+            "`logits` must have a vocabulary dimension (..., vocab_size), got a scalar"
+        )
+    if logits.numel() == 0:
+        raise ValueError(
+            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores"
+        )
+    sorted_logits, sorted_idx = torch.sort(
+        logits, descending=False
+    )  # (..., V) ascending
     cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     remove_sorted = cum <= (1 - p)
-    remove_sorted[..., -1:] = False                                          # keep the top token
-    remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)            # back to vocab order
+    remove_sorted[..., -1:] = False  # keep the top token
+    remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)  # back to vocab order
     return logits.masked_fill(remove, float("-inf"))
 
 # %% ../nbs/08_decoding.ipynb #282cb886
@@ -80,8 +97,10 @@ def _check_prompt(model, idx, n_new, eos_id):
     c = _gpt_config(model)
     check_token_ids("idx", idx, c.vocab_size, ndim=2)
     if idx.size(0) < 1 or idx.size(1) < 1:
-        raise ValueError(f"`idx` is an empty prompt {tuple(idx.shape)}: give at least one token "
-                         f"per sequence (e.g. a BOS token)")
+        raise ValueError(
+            f"`idx` is an empty prompt {tuple(idx.shape)}: give at least one token "
+            f"per sequence (e.g. a BOS token)"
+        )
     check_int("max_new_tokens", n_new, min=0)
     if eos_id is not None:
         check_int("eos_id", eos_id, min=0, max=c.vocab_size - 1)
@@ -96,16 +115,25 @@ def _window_input(out, n, L, caches, step):
     cache is emptied and the last window is prefilled again (positions restart at 0).
     """
     if caches is not None and step > 0 and n <= L:
-        return out[:, n - 1:n]                                               # (B, 1)
+        return out[:, n - 1 : n]  # (B, 1)
     if caches is not None:
         for c in caches:
             c.reset()
-    return out[:, max(0, n - L):n]                                           # (B, min(n, L))
+    return out[:, max(0, n - L) : n]  # (B, min(n, L))
 
 # %% ../nbs/08_decoding.ipynb #e2e1709d
 @torch.inference_mode()
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None,
-             use_cache=True, generator=None):
+def generate(
+    model,
+    idx,
+    max_new_tokens,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    eos_id=None,
+    use_cache=True,
+    generator=None,
+):
     """Sample (or greedily decode) `max_new_tokens` tokens after the prompt `idx`.
 
     Each step turns the last logits into a distribution the way `transformers` does: divide by
@@ -154,19 +182,24 @@ def generate(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None
         check_float("top_p", top_p, min=0, max=1, min_open=True)
     check_bool("use_cache", use_cache)
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
+        raise TypeError(
+            f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+        )
     B, T = idx.shape
     out = torch.empty(B, T + max_new_tokens, dtype=idx.dtype, device=idx.device)
     out[:, :T] = idx
-    caches = (make_kv_cache(model, B, min(T + max_new_tokens, L))
-              if use_cache and max_new_tokens else None)
+    caches = (
+        make_kv_cache(model, B, min(T + max_new_tokens, L))
+        if use_cache and max_new_tokens
+        else None
+    )
     done = torch.zeros(B, dtype=torch.bool, device=idx.device)
     n = T
     for step in range(max_new_tokens):
         x = _window_input(out, n, L, caches, step)
-        logits = model(x, kv_cache=caches)[0][:, -1, :]                     # (B, V)
+        logits = model(x, kv_cache=caches)[0][:, -1, :]  # (B, V)
         if temperature == 0:
-            nxt = logits.argmax(-1)                                          # (B,)
+            nxt = logits.argmax(-1)  # (B,)
         else:
             logits = logits.float() / temperature
             if top_k is not None:
@@ -189,31 +222,39 @@ def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
     """Beam search for one prompt (1, T): returns (best tokens incl. prompt, its log-probability)."""
     T = prompt.size(1)
     caches = make_kv_cache(model, k, T + max_new_tokens)
-    beams = prompt.expand(k, T).clone()                                      # (k, T)
+    beams = prompt.expand(k, T).clone()  # (k, T)
     scores = torch.full((k,), float("-inf"), device=prompt.device)
-    scores[0] = 0.0                                  # identical beams at first: expand only one
-    finished = []                                    # (score for ranking, log-prob, tokens)
+    scores[0] = 0.0  # identical beams at first: expand only one
+    finished = []  # (score for ranking, log-prob, tokens)
     x = beams
     for step in range(max_new_tokens):
-        logp = model(x, kv_cache=caches)[0][:, -1, :].float().log_softmax(-1)   # (k, V)
+        logp = model(x, kv_cache=caches)[0][:, -1, :].float().log_softmax(-1)  # (k, V)
         V = logp.size(-1)
-        cand = (scores[:, None] + logp).view(-1)                             # (k V,) total log-prob
-        top, flat = torch.topk(cand, min(2 * k, cand.numel()))               # best of the k x k
+        cand = (scores[:, None] + logp).view(-1)  # (k V,) total log-prob
+        top, flat = torch.topk(cand, min(2 * k, cand.numel()))  # best of the k x k
         parent, token = flat // V, flat % V
         keep = []
         for rank in range(top.numel()):
             if eos_id is not None and token[rank].item() == eos_id:
-                if rank < k:                          # a finished hypothesis (ends with <EOS>)
-                    seq = torch.cat([beams[parent[rank]], token[rank:rank + 1]])
+                if rank < k:  # a finished hypothesis (ends with <EOS>)
+                    seq = torch.cat([beams[parent[rank]], token[rank : rank + 1]])
                     n_gen = seq.numel() - T
-                    finished.append((top[rank].item() / n_gen ** length_penalty, top[rank].item(), seq))
+                    finished.append(
+                        (
+                            top[rank].item() / n_gen**length_penalty,
+                            top[rank].item(),
+                            seq,
+                        )
+                    )
                 continue
             keep.append(rank)
             if len(keep) == k:
                 break
         keep = torch.tensor(keep, device=prompt.device)
         scores = top[keep]
-        beams = torch.cat([beams[parent[keep]], token[keep, None]], 1)       # (k, T + step + 1)
+        beams = torch.cat(
+            [beams[parent[keep]], token[keep, None]], 1
+        )  # (k, T + step + 1)
         for c in caches:
             c.reorder(parent[keep])
         x = beams[:, -1:]
@@ -221,12 +262,18 @@ def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
             finished.sort(key=lambda f: -f[0])
             finished = finished[:k]
             n_gen = beams.size(1) - T
-            best_running = scores.max().item() / n_gen ** length_penalty
+            best_running = scores.max().item() / n_gen**length_penalty
             if length_penalty <= 0 and best_running <= finished[-1][0]:
-                break                                # log-probs only fall: no beam can catch up
+                break  # log-probs only fall: no beam can catch up
     n_gen = beams.size(1) - T
     for i in range(k):
-        finished.append((scores[i].item() / max(n_gen, 1) ** length_penalty, scores[i].item(), beams[i]))
+        finished.append(
+            (
+                scores[i].item() / max(n_gen, 1) ** length_penalty,
+                scores[i].item(),
+                beams[i],
+            )
+        )
     best = max(finished, key=lambda f: f[0])
     return best[2], best[1]
 
@@ -249,7 +296,9 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
         beam_size: k >= 1.
         max_new_tokens: at most this many new tokens.
         eos_id: end-of-sequence id, or None.
-        length_penalty: exponent of the length normalisation.
+        length_penalty: exponent alpha of the length normalisation, any finite number: alpha > 0
+            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined for both,
+            and `transformers` allows both); NaN and infinity are refused.
 
     Returns:
         Tensor (batch, T + n): the best sequence of each row with its prompt; rows that finished
@@ -266,14 +315,22 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
     check_positive_int("beam_size", beam_size)
     length_penalty = check_float("length_penalty", length_penalty)
     if idx.size(1) + max_new_tokens > L:
-        raise ValueError(f"prompt length {idx.size(1)} + max_new_tokens {max_new_tokens} exceeds "
-                         f"the context window block_size={L}; beam search does not slide the "
-                         f"window: keep the prompt's last {max(L - max_new_tokens, 1)} tokens or "
-                         f"ask for fewer tokens")
+        raise ValueError(
+            f"prompt length {idx.size(1)} + max_new_tokens {max_new_tokens} exceeds "
+            f"the context window block_size={L}; beam search does not slide the "
+            f"window: keep the prompt's last {max(L - max_new_tokens, 1)} tokens or "
+            f"ask for fewer tokens"
+        )
     if max_new_tokens == 0:
         return idx.clone()
-    rows = [_beam_one(model, idx[b:b + 1], beam_size, max_new_tokens, eos_id, length_penalty)[0]
-            for b in range(idx.size(0))]
+    rows = [
+        _beam_one(
+            model, idx[b : b + 1], beam_size, max_new_tokens, eos_id, length_penalty
+        )[0]
+        for b in range(idx.size(0))
+    ]
     n = max(r.numel() for r in rows)
     pad = eos_id if eos_id is not None else 0
-    return torch.stack([torch.cat([r, r.new_full((n - r.numel(),), pad)]) for r in rows])
+    return torch.stack(
+        [torch.cat([r, r.new_full((n - r.numel(),), pad)]) for r in rows]
+    )

@@ -14,8 +14,13 @@ import torch.nn as nn
 from .checkpoints import latest_checkpoint, load_weights, save_weights
 from .distributed import setup_distributed
 from .optim import cosine_schedule, param_groups
-from .trainer import (NonFiniteLossError, TrainConfig, Trainer, autocast_dtype,
-                                plot_history)
+from course_llm.trainer import (
+    NonFiniteLossError,
+    TrainConfig,
+    Trainer,
+    autocast_dtype,
+    plot_history,
+)
 
 # Re-exported, so that `from course_llm.train import Trainer` and the like keep working; not in
 # `__all__`, so that the API reference documents each name once, in its own module.
@@ -29,20 +34,26 @@ __all__ = ['build_model', 'main']
 def _factory(spec: str, flag: str = "--model"):
     module, _, name = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if not module or not name:
-        raise ValueError(f"{flag} must look like MODULE:NAME (e.g. course_llm.gpt:GPT), got {spec!r}")
+        raise ValueError(
+            f"{flag} must look like MODULE:NAME (e.g. course_llm.gpt:GPT), got {spec!r}"
+        )
     try:
         obj = importlib.import_module(module)
     except ImportError as e:
         raise ValueError(f"{flag} {spec!r}: cannot import {module} ({e})") from e
-    for part in name.split("."):                           # NAME may be dotted: GPTConfig.llama_style
+    for part in name.split("."):  # NAME may be dotted: GPTConfig.llama_style
         if not hasattr(obj, part):
             raise ValueError(f"{flag} {spec!r}: {module} has no attribute {name!r}")
         obj = getattr(obj, part)
     return obj
 
 
-def build_model(spec: str, kwargs: dict | None = None, config: dict | None = None,
-                config_class: str | None = None) -> nn.Module:
+def build_model(
+    spec: str,
+    kwargs: dict | None = None,
+    config: dict | None = None,
+    config_class: str | None = None,
+) -> nn.Module:
     """Build the model that ``--model``, ``--model-kwargs``, ``--model-config`` and ``--config-class`` name.
 
     Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the fields of a
@@ -72,8 +83,10 @@ def build_model(spec: str, kwargs: dict | None = None, config: dict | None = Non
     kwargs = {} if kwargs is None else kwargs
     for name, value in (("kwargs", kwargs), ("config", config)):
         if value is not None and not isinstance(value, dict):
-            raise TypeError(f"`{name}` must be a dict (a JSON object on the command line), "
-                            f"got {type(value).__name__}")
+            raise TypeError(
+                f"`{name}` must be a dict (a JSON object on the command line), "
+                f"got {type(value).__name__}"
+            )
     factory = _factory(spec)
     if config is None:
         model = factory(**kwargs)
@@ -82,8 +95,10 @@ def build_model(spec: str, kwargs: dict | None = None, config: dict | None = Non
             module, _, name = spec.partition(":")
             config_class = f"{module}:{name}Config"
             if not hasattr(importlib.import_module(module), f"{name}Config"):
-                raise ValueError(f"{module} has no {name}Config; name the configuration class with "
-                                 f"--config-class MODULE:NAME")
+                raise ValueError(
+                    f"{module} has no {name}Config; name the configuration class with "
+                    f"--config-class MODULE:NAME"
+                )
         model = factory(_factory(config_class, "--config-class")(**config), **kwargs)
     if not isinstance(model, nn.Module):
         raise TypeError(f"{spec} returned {type(model).__name__}, not an nn.Module")
@@ -91,13 +106,17 @@ def build_model(spec: str, kwargs: dict | None = None, config: dict | None = Non
 
 # %% ../nbs/07e_command_line.ipynb #615311b5
 def _ids_from_file(path) -> torch.Tensor:
-    try:                                          # tensors only: never unpickle code
+    try:  # tensors only: never unpickle code
         ids = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
-        raise ValueError(f"cannot read token ids from {path} ({e}): write them with "
-                         f"torch.save(ids, path)") from e
+        raise ValueError(
+            f"cannot read token ids from {path} ({e}): write them with "
+            f"torch.save(ids, path)"
+        ) from e
     if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
-        raise ValueError(f"{path} must hold a 1-D tensor of token ids (torch.save(ids, path))")
+        raise ValueError(
+            f"{path} must hold a 1-D tensor of token ids (torch.save(ids, path))"
+        )
     return ids.long()
 
 
@@ -124,33 +143,70 @@ def main(argv=None) -> dict:
     runs the same script as N data-parallel processes. ``--resume`` continues from the latest
     checkpoint in ``--out``. Returns the history (on every process).
     """
-    p = argparse.ArgumentParser(prog="python -m course_llm.train", description=main.__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, help="MODULE:FACTORY; FACTORY(**model_kwargs) returns the model")
-    p.add_argument("--model-kwargs", default="{}", help="JSON object of keyword arguments for FACTORY")
-    p.add_argument("--model-config", default=None,
-                   help="JSON object of configuration fields: the model is FACTORY(CONFIG(**fields))")
-    p.add_argument("--config-class", default=None,
-                   help="MODULE:NAME of CONFIG (default: FACTORY's module, FACTORY + 'Config')")
-    p.add_argument("--train-config", default="{}", help="JSON object of TrainConfig fields")
-    p.add_argument("--corpus", default=None, help="train on a course corpus at character level")
-    p.add_argument("--train-ids", default=None, help="torch.save'd 1-D tensor of training ids")
-    p.add_argument("--val-ids", default=None, help="torch.save'd 1-D tensor of validation ids")
+    p = argparse.ArgumentParser(
+        prog="python -m course_llm.train", description=main.__doc__.split("\n")[0]
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        help="MODULE:FACTORY; FACTORY(**model_kwargs) returns the model",
+    )
+    p.add_argument(
+        "--model-kwargs",
+        default="{}",
+        help="JSON object of keyword arguments for FACTORY",
+    )
+    p.add_argument(
+        "--model-config",
+        default=None,
+        help="JSON object of configuration fields: the model is FACTORY(CONFIG(**fields))",
+    )
+    p.add_argument(
+        "--config-class",
+        default=None,
+        help="MODULE:NAME of CONFIG (default: FACTORY's module, FACTORY + 'Config')",
+    )
+    p.add_argument(
+        "--train-config", default="{}", help="JSON object of TrainConfig fields"
+    )
+    p.add_argument(
+        "--corpus", default=None, help="train on a course corpus at character level"
+    )
+    p.add_argument(
+        "--train-ids", default=None, help="torch.save'd 1-D tensor of training ids"
+    )
+    p.add_argument(
+        "--val-ids", default=None, help="torch.save'd 1-D tensor of validation ids"
+    )
     p.add_argument("--out", required=True, help="checkpoint folder")
-    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the latest checkpoint in --out",
+    )
     args = p.parse_args(argv)
     device = setup_distributed()
     try:
-        config = TrainConfig(**{**_json_object("--train-config", args.train_config),
-                                 "out_dir": args.out})
+        config = TrainConfig(
+            **{**_json_object("--train-config", args.train_config), "out_dir": args.out}
+        )
         kwargs = _json_object("--model-kwargs", args.model_kwargs)
-        model_config = (None if args.model_config is None
-                        else _json_object("--model-config", args.model_config))
-        fields_in = model_config if model_config is not None else kwargs     # where vocab_size goes
-        if model_config is not None and not {"max_len", "block_size"} & set(model_config):
-            model_config["block_size"] = config.block_size        # the context of the data
+        model_config = (
+            None
+            if args.model_config is None
+            else _json_object("--model-config", args.model_config)
+        )
+        fields_in = (
+            model_config if model_config is not None else kwargs
+        )  # where vocab_size goes
+        if model_config is not None and not {"max_len", "block_size"} & set(
+            model_config
+        ):
+            model_config["block_size"] = config.block_size  # the context of the data
         if args.corpus is not None:
             from course_llm.data import corpus_splits
             from course_llm.tokenizers import CharTokenizer
+
             train_text, val_text, _ = corpus_splits(args.corpus)
             tokenizer = CharTokenizer(train_text)
             train_ids = torch.tensor(tokenizer.encode(train_text))
@@ -161,16 +217,22 @@ def main(argv=None) -> dict:
             val_ids = _ids_from_file(args.val_ids) if args.val_ids else None
         else:
             p.error("give --corpus or --train-ids")
-        torch.manual_seed(config.seed)                      # the same initial weights everywhere
+        torch.manual_seed(config.seed)  # the same initial weights everywhere
         model = build_model(args.model, kwargs, model_config, args.config_class)
         trainer = Trainer(model, train_ids, val_ids, config, device=device)
         if args.resume and latest_checkpoint(args.out) is not None:
             trainer.load_checkpoint(args.out)
         history = trainer.fit()
         if trainer.rank == 0:
-            val = f", val loss {history['val_loss'][-1]:.4f}" if history["val_loss"] else ""
-            print(f"step {trainer.step}: train loss {history['train_loss'][-1]:.4f}{val} "
-                  f"({trainer.world_size} process(es)); checkpoint {trainer.last_checkpoint}")
+            val = (
+                f", val loss {history['val_loss'][-1]:.4f}"
+                if history["val_loss"]
+                else ""
+            )
+            print(
+                f"step {trainer.step}: train loss {history['train_loss'][-1]:.4f}{val} "
+                f"({trainer.world_size} process(es)); checkpoint {trainer.last_checkpoint}"
+            )
         return history
     finally:
         if dist.is_initialized():

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import torch
@@ -17,14 +16,17 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .checkpoints import read_checkpoint, write_checkpoint
-from .core import (check_bool, check_float, check_int, check_positive_int,
-                             check_token_ids)
+from .core import check_positive_int, check_token_ids
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
-from .optim import cosine_schedule, param_groups
+from .optim import param_groups
+from .train_config import TrainConfig
+
+# re-exported: TrainConfig has its own section (7.7)
+_all_ = ["TrainConfig"]
 
 # %% auto #0
-__all__ = ['autocast_dtype', 'TrainConfig', 'NonFiniteLossError', 'Trainer', 'plot_history']
+__all__ = ['autocast_dtype', 'NonFiniteLossError', 'Trainer', 'plot_history', 'TrainConfig']
 
 # %% ../nbs/07b_training.ipynb #619538f0
 def autocast_dtype(device) -> torch.dtype | None:
@@ -35,92 +37,13 @@ def autocast_dtype(device) -> torch.dtype | None:
         True
     """
     device = torch.device(device)
-    if device.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+    if (
+        device.type == "cuda"
+        and torch.cuda.is_available()
+        and torch.cuda.is_bf16_supported()
+    ):
         return torch.bfloat16
     return None
-
-# %% ../nbs/07b_training.ipynb #dfd1b57a
-@dataclass
-class TrainConfig:
-    """Hyperparameters of :class:`Trainer`.
-
-    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of ``block_size``
-    tokens: `batch_size` windows per process and micro-step, `grad_accum` micro-steps, one
-    process per GPU (`world_size`, set by ``torchrun``).
-
-    Attributes:
-        max_steps: optimizer steps in the whole run.
-        batch_size: windows per process per micro-step.
-        block_size: tokens per window (the context length T).
-        grad_accum: micro-steps whose gradients are summed before each optimizer step.
-        max_lr: peak learning rate (after warm-up).
-        min_lr: learning rate at the end of the cosine decay.
-        warmup_steps: linear warm-up steps.
-        weight_decay: AdamW decay on matrices (see :func:`param_groups`).
-        betas: AdamW's beta_1, beta_2.
-        eps: AdamW's epsilon.
-        grad_clip: clip the global gradient norm to this (0 = no clipping).
-        eval_interval: evaluate (and checkpoint, if `out_dir`) every this many steps.
-        eval_tokens: at most this many validation tokens per evaluation (None = all).
-        seed: seed of the batch sampler.
-        out_dir: checkpoint folder (None = no checkpoints).
-        keep_checkpoints: how many recent checkpoints to keep.
-        progress: tqdm bar (None = only when stderr is a terminal).
-        mixed_precision: bf16 autocast where supported (see :func:`autocast_dtype`).
-
-    Example:
-        >>> TrainConfig(batch_size=8, grad_accum=4, block_size=64).tokens_per_step(world_size=2)
-        4096
-    """
-    max_steps: int = 1000
-    batch_size: int = 32
-    block_size: int = 128
-    grad_accum: int = 1
-    max_lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    betas: tuple = (0.9, 0.95)
-    eps: float = 1e-8
-    grad_clip: float = 1.0
-    eval_interval: int = 100
-    eval_tokens: int | None = 32768
-    seed: int = 0
-    out_dir: str | None = None
-    keep_checkpoints: int = 2
-    progress: bool | None = None
-    mixed_precision: bool = True
-
-    def __post_init__(self):
-        for name in ("max_steps", "batch_size", "block_size", "grad_accum", "eval_interval",
-                     "keep_checkpoints"):
-            setattr(self, name, check_positive_int(name, getattr(self, name)))
-        self.warmup_steps = check_int("warmup_steps", self.warmup_steps, min=0, max=self.max_steps)
-        self.max_lr = check_float("max_lr", self.max_lr, min=0, min_open=True)
-        self.min_lr = check_float("min_lr", self.min_lr, min=0, max=self.max_lr)
-        self.weight_decay = check_float("weight_decay", self.weight_decay, min=0)
-        self.eps = check_float("eps", self.eps, min=0, min_open=True)
-        self.grad_clip = check_float("grad_clip", self.grad_clip, min=0)       # 0 = off
-        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
-            raise ValueError(f"`betas` must be a pair (beta_1, beta_2), got {self.betas!r}")
-        self.betas = tuple(check_float(f"betas[{i}]", b, min=0, max=1, max_open=True)
-                           for i, b in enumerate(self.betas))
-        if self.eval_tokens is not None:
-            self.eval_tokens = check_positive_int("eval_tokens", self.eval_tokens)
-        self.seed = check_int("seed", self.seed, min=0)
-        if self.out_dir is not None and not isinstance(self.out_dir, (str, os.PathLike)):
-            raise TypeError(f"`out_dir` must be a path or None, got {type(self.out_dir).__name__}")
-        if self.progress is not None:
-            check_bool("progress", self.progress)
-        check_bool("mixed_precision", self.mixed_precision)
-
-    def tokens_per_step(self, world_size: int = 1) -> int:
-        """Tokens in one optimizer step across all processes."""
-        return self.batch_size * self.grad_accum * world_size * self.block_size
-
-    def lr(self, step: int) -> float:
-        """The learning rate of optimizer step `step` (see :func:`cosine_schedule`)."""
-        return cosine_schedule(step, self.max_steps, self.warmup_steps, self.max_lr, self.min_lr)
 
 # %% ../nbs/07b_training.ipynb #a126a32f
 class NonFiniteLossError(RuntimeError):
@@ -146,8 +69,12 @@ def _token_ids(name: str, ids, vocab_size: int | None) -> torch.Tensor:
         try:
             ids = torch.as_tensor(ids)
         except (TypeError, ValueError, RuntimeError) as e:
-            raise TypeError(f"`{name}` must be a 1-D tensor or list of int token ids") from e
-    check_token_ids(name, ids, vocab_size if vocab_size is not None else 2**63 - 1, ndim=1)
+            raise TypeError(
+                f"`{name}` must be a 1-D tensor or list of int token ids"
+            ) from e
+    check_token_ids(
+        name, ids, vocab_size if vocab_size is not None else 2**63 - 1, ndim=1
+    )
     return ids.long()
 
 # %% ../nbs/07b_training.ipynb #9e3813b1
@@ -180,60 +107,96 @@ class Trainer:
         True
     """
 
-    def __init__(self, model: nn.Module, train_ids, val_ids, config: TrainConfig, device=None):
+    def __init__(
+        self, model: nn.Module, train_ids, val_ids, config: TrainConfig, device=None
+    ):
         if not isinstance(model, nn.Module):
             raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
         if not isinstance(config, TrainConfig):
-            raise TypeError(f"`config` must be a TrainConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a TrainConfig, got {type(config).__name__}"
+            )
         if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("`model` has no trainable parameters")
         self.config = config
-        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.device = (
+            torch.device(device)
+            if device is not None
+            else next(model.parameters()).device
+        )
         self.rank, self.world_size = rank_info()
         self.raw_model = model.to(self.device)
         self.model = model
         if self.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
+
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.model = DistributedDataParallel(model, device_ids=ids)
         self.vocab_size = _vocab_size(model)
         self.train_ids = _token_ids("train_ids", train_ids, self.vocab_size)
-        self.val_ids = None if val_ids is None else _token_ids("val_ids", val_ids, self.vocab_size)
-        get_batch(self.train_ids, 1, config.block_size)           # enough ids for one window
+        self.val_ids = (
+            None if val_ids is None else _token_ids("val_ids", val_ids, self.vocab_size)
+        )
+        get_batch(self.train_ids, 1, config.block_size)  # enough ids for one window
         if self.val_ids is not None:
             TokenDataset(self.val_ids, config.block_size)
-        self.optimizer = torch.optim.AdamW(param_groups(model, config.weight_decay), lr=config.max_lr,
-                                           betas=config.betas, eps=config.eps)
+        self.optimizer = torch.optim.AdamW(
+            param_groups(model, config.weight_decay),
+            lr=config.max_lr,
+            betas=config.betas,
+            eps=config.eps,
+        )
         self.generator = torch.Generator().manual_seed(config.seed)
         self.amp_dtype = autocast_dtype(self.device) if config.mixed_precision else None
         self.step = 0
-        self.history = {"step": [], "train_loss": [], "lr": [], "val_step": [], "val_loss": []}
+        self.history = {
+            "step": [],
+            "train_loss": [],
+            "lr": [],
+            "val_step": [],
+            "val_loss": [],
+        }
         self.last_checkpoint = None
 
     # ----- one step -------------------------------------------------------------------
     def _autocast(self):
-        return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
-                              enabled=self.amp_dtype is not None)
+        return torch.autocast(
+            self.device.type,
+            dtype=self.amp_dtype or torch.bfloat16,
+            enabled=self.amp_dtype is not None,
+        )
 
     def _loss(self, model, x, y) -> torch.Tensor:
         """``model(x, y)[1]``, checked: the contract is ``forward(idx, targets) -> (logits, loss)``."""
         try:
             out = model(x, y)
-        except IndexError as e:                   # an id beyond the embedding table
-            raise ValueError(f"the model failed on a batch of token ids in [{int(x.min())}, "
-                             f"{int(torch.maximum(x.max(), y.max()))}] ({e}): are the ids within "
-                             f"the model's vocabulary?") from e
-        if not (isinstance(out, tuple) and len(out) == 2 and torch.is_tensor(out[1])
-                and out[1].ndim == 0):
-            raise TypeError("`model(idx, targets)` must return (logits, loss) with loss a scalar "
-                            "tensor (the mean next-token cross-entropy)")
+        except IndexError as e:  # an id beyond the embedding table
+            raise ValueError(
+                f"the model failed on a batch of token ids in [{int(x.min())}, "
+                f"{int(torch.maximum(x.max(), y.max()))}] ({e}): are the ids within "
+                f"the model's vocabulary?"
+            ) from e
+        if not (
+            isinstance(out, tuple)
+            and len(out) == 2
+            and torch.is_tensor(out[1])
+            and out[1].ndim == 0
+        ):
+            raise TypeError(
+                "`model(idx, targets)` must return (logits, loss) with loss a scalar "
+                "tensor (the mean next-token cross-entropy)"
+            )
         return out[1]
 
     def _micro_batch(self):
         """This process's slice of the global micro-batch (same draw on every process)."""
         B = self.config.batch_size
-        x, y = get_batch(self.train_ids, B * self.world_size, self.config.block_size,
-                         generator=self.generator)
+        x, y = get_batch(
+            self.train_ids,
+            B * self.world_size,
+            self.config.block_size,
+            generator=self.generator,
+        )
         part = slice(self.rank * B, (self.rank + 1) * B)
         return x[part].to(self.device), y[part].to(self.device)
 
@@ -249,7 +212,9 @@ class Trainer:
         for micro in range(cfg.grad_accum):
             x, y = self._micro_batch()
             last = micro == cfg.grad_accum - 1
-            sync = model.no_sync() if (self.world_size > 1 and not last) else nullcontext()
+            sync = (
+                model.no_sync() if (self.world_size > 1 and not last) else nullcontext()
+            )
             with sync:
                 with self._autocast():
                     loss = self._loss(model, x, y)
@@ -259,17 +224,24 @@ class Trainer:
             dist.all_reduce(total, op=dist.ReduceOp.AVG)
         loss_value = total.item()
         if cfg.grad_clip > 0:
-            norm = torch.nn.utils.clip_grad_norm_(self.raw_model.parameters(), cfg.grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(
+                self.raw_model.parameters(), cfg.grad_clip
+            )
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in self.raw_model.parameters()
-                                                  if p.grad is not None])
+            norm = torch.nn.utils.get_total_norm(
+                [p.grad for p in self.raw_model.parameters() if p.grad is not None]
+            )
         if not (math.isfinite(loss_value) and math.isfinite(float(norm))):
-            where = (f"the last good checkpoint is {self.last_checkpoint}" if self.last_checkpoint
-                     else "no checkpoint was written (set out_dir to keep one)")
+            where = (
+                f"the last good checkpoint is {self.last_checkpoint}"
+                if self.last_checkpoint
+                else "no checkpoint was written (set out_dir to keep one)"
+            )
             raise NonFiniteLossError(
                 f"non-finite training loss ({loss_value}) or gradient norm ({float(norm)}) at step "
                 f"{self.step}; stopped before updating the weights, {where}. Try a lower max_lr, "
-                f"a longer warm-up or gradient clipping")
+                f"a longer warm-up or gradient clipping"
+            )
         self.optimizer.step()
         self.history["step"].append(self.step)
         self.history["train_loss"].append(loss_value)
@@ -287,7 +259,9 @@ class Trainer:
         """
         ids = self.val_ids if ids is None else _token_ids("ids", ids, self.vocab_size)
         if ids is None:
-            raise ValueError("no validation ids: pass val_ids to Trainer or ids to evaluate()")
+            raise ValueError(
+                "no validation ids: pass val_ids to Trainer or ids to evaluate()"
+            )
         T = self.config.block_size
         if self.config.eval_tokens is not None:
             ids = ids[: max(self.config.eval_tokens, T) + 1]
@@ -295,16 +269,22 @@ class Trainer:
         model = self.raw_model
         was_training = model.training
         model.eval()
-        total = torch.zeros(2, dtype=torch.float64, device=self.device)   # (sum of losses, tokens)
+        total = torch.zeros(
+            2, dtype=torch.float64, device=self.device
+        )  # (sum of losses, tokens)
         mine = list(range(self.rank, len(windows), self.world_size))
         for start in range(0, len(mine), self.config.batch_size):
-            chunk = [windows[i] for i in mine[start: start + self.config.batch_size]]
-            x = torch.stack([c[0] for c in chunk]).to(self.device)      # (B, T)
-            y = torch.stack([c[1] for c in chunk]).to(self.device)      # (B, T)
+            chunk = [windows[i] for i in mine[start : start + self.config.batch_size]]
+            x = torch.stack([c[0] for c in chunk]).to(self.device)  # (B, T)
+            y = torch.stack([c[1] for c in chunk]).to(self.device)  # (B, T)
             with self._autocast():
                 loss = self._loss(model, x, y)
-            total += torch.stack([loss.double() * y.numel(), torch.tensor(y.numel(), dtype=torch.float64,
-                                                                           device=self.device)])
+            total += torch.stack(
+                [
+                    loss.double() * y.numel(),
+                    torch.tensor(y.numel(), dtype=torch.float64, device=self.device),
+                ]
+            )
         if self.world_size > 1:
             dist.all_reduce(total)
         model.train(was_training)
@@ -324,15 +304,24 @@ class Trainer:
         end = cfg.max_steps if steps is None else min(cfg.max_steps, self.step + steps)
         show = cfg.progress if cfg.progress is not None else sys.stderr.isatty()
         from tqdm import tqdm
-        bar = tqdm(total=cfg.max_steps, initial=self.step, disable=not show or self.rank != 0,
-                   desc="train", dynamic_ncols=True)
+
+        bar = tqdm(
+            total=cfg.max_steps,
+            initial=self.step,
+            disable=not show or self.rank != 0,
+            desc="train",
+            dynamic_ncols=True,
+        )
         tokens = cfg.tokens_per_step(self.world_size)
         try:
             while self.step < end:
                 t0 = time.perf_counter()
                 loss = self.train_step()
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}")
+                bar.set_postfix(
+                    loss=f"{loss:.3f}",
+                    tok_s=f"{tokens / (time.perf_counter() - t0):,.0f}",
+                )
                 if self.step % cfg.eval_interval == 0 or self.step == end:
                     self._evaluate_and_save()
         finally:
@@ -340,8 +329,9 @@ class Trainer:
         return self.history
 
     def _evaluate_and_save(self):
-        if self.val_ids is not None and (not self.history["val_step"]
-                                         or self.history["val_step"][-1] != self.step):
+        if self.val_ids is not None and (
+            not self.history["val_step"] or self.history["val_step"][-1] != self.step
+        ):
             self.history["val_step"].append(self.step)
             self.history["val_loss"].append(self.evaluate())
         if self.config.out_dir is not None:
@@ -357,20 +347,37 @@ class Trainer:
         """
         out_dir = Path(out_dir or self.config.out_dir)
         if self.rank == 0:
-            state = {"optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state(),
-                     "torch_rng": torch.get_rng_state()}
+            state = {
+                "optimizer": self.optimizer.state_dict(),
+                "generator": self.generator.get_state(),
+                "torch_rng": torch.get_rng_state(),
+            }
             if torch.cuda.is_available():
                 state["cuda_rng"] = torch.cuda.get_rng_state_all()
             cfg = self.config
-            info = {"step": self.step, "world_size": self.world_size,
-                    "model_config": _config_dict(self.raw_model), "train_config": asdict(cfg),
-                    "lr": cfg.lr(self.step),
-                    "schedule": {"kind": "linear warm-up, cosine decay", "max_steps": cfg.max_steps,
-                                 "warmup_steps": cfg.warmup_steps, "max_lr": cfg.max_lr,
-                                 "min_lr": cfg.min_lr},
-                    "history": self.history}
-            write_checkpoint(out_dir, self.step, self.raw_model, state, info,
-                             keep=cfg.keep_checkpoints)
+            info = {
+                "step": self.step,
+                "world_size": self.world_size,
+                "model_config": _config_dict(self.raw_model),
+                "train_config": asdict(cfg),
+                "lr": cfg.lr(self.step),
+                "schedule": {
+                    "kind": "linear warm-up, cosine decay",
+                    "max_steps": cfg.max_steps,
+                    "warmup_steps": cfg.warmup_steps,
+                    "max_lr": cfg.max_lr,
+                    "min_lr": cfg.min_lr,
+                },
+                "history": self.history,
+            }
+            write_checkpoint(
+                out_dir,
+                self.step,
+                self.raw_model,
+                state,
+                info,
+                keep=cfg.keep_checkpoints,
+            )
         if self.world_size > 1:
             dist.barrier()
         self.last_checkpoint = out_dir / f"step_{self.step:06d}"
@@ -389,8 +396,10 @@ class Trainer:
         ckpt = read_checkpoint(path, self.raw_model)
         missing = {"optimizer", "generator", "torch_rng"} - set(ckpt.state)
         if missing or not isinstance(ckpt.info.get("history"), dict):
-            raise ValueError(f"checkpoint {ckpt.path} is not a Trainer's: optimizer.pt lacks "
-                             f"{sorted(missing)} or state.json lacks the history")
+            raise ValueError(
+                f"checkpoint {ckpt.path} is not a Trainer's: optimizer.pt lacks "
+                f"{sorted(missing)} or state.json lacks the history"
+            )
         state = ckpt.state
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
@@ -416,14 +425,24 @@ def plot_history(history: dict, ax=None, label: str = "", per_char: float = 1.0)
         The axes.
     """
     import matplotlib.pyplot as plt
+
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     prefix = f"{label} " if label else ""
     steps = [s + 1 for s in history["step"]]
-    ax.plot(steps, [v / per_char for v in history["train_loss"]], alpha=0.5, label=f"{prefix}train")
+    ax.plot(
+        steps,
+        [v / per_char for v in history["train_loss"]],
+        alpha=0.5,
+        label=f"{prefix}train",
+    )
     if history["val_loss"]:
-        ax.plot(history["val_step"], [v / per_char for v in history["val_loss"]], "o-",
-                label=f"{prefix}validation")
+        ax.plot(
+            history["val_step"],
+            [v / per_char for v in history["val_loss"]],
+            "o-",
+            label=f"{prefix}validation",
+        )
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("loss (nats per " + ("character)" if per_char != 1.0 else "token)"))
     ax.legend()

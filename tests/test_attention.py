@@ -245,3 +245,23 @@ def test_fused_qkv_projection_equals_three_linears():
     assert torch.allclose(q, mha.split_heads(mha.q_proj(x), 4), atol=1e-6)
     assert torch.allclose(k, mha.split_heads(mha.k_proj(x), 2), atol=1e-6)
     assert torch.allclose(v, mha.split_heads(mha.v_proj(x), 2), atol=1e-6)
+
+
+@pytest.mark.parametrize("call, err, arg", [
+    (lambda: scaled_dot_product_attention(_Q, _Q, _Q, scale=0.0), ValueError, "scale"),
+    (lambda: scaled_dot_product_attention(_Q, _Q, _Q, scale=-1.0), ValueError, "scale"),
+    (lambda: explicit_attention(_Q, _Q, _Q, scale=0.0), ValueError, "scale"),
+    (lambda: MultiHeadAttention(8, 2, scale=-0.5), ValueError, "scale"),
+    (lambda: causal_mask(True), TypeError, "n_query"),
+    (lambda: causal_mask(3, 2.5), TypeError, "n_key"),
+    (lambda: repeat_kv(torch.zeros(1, 2, 0, 4), 2), ValueError, "`x`"),
+    (lambda: repeat_kv(3, 2), TypeError, "`x`"),
+])
+def test_second_probe_round_is_refused_by_name(call, err, arg):
+    with pytest.raises(err, match=arg):
+        call()
+
+
+def test_cross_cache_is_reexported_from_kv_cache():
+    from course_llm import attention, kv_cache
+    assert attention.CrossCache is kv_cache.CrossCache

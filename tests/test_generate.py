@@ -233,3 +233,23 @@ def test_bad_caches():
         cache.reorder(torch.tensor([0, 2]))
     with pytest.raises(ValueError, match="index"):
         cache.reorder(torch.tensor([0]))
+
+
+@pytest.mark.parametrize("filt, arg", [(top_k_filter, 2), (top_p_filter, 0.9)])
+@pytest.mark.parametrize("logits", [torch.zeros(2, 0), torch.zeros(0, 5)])
+def test_filters_refuse_empty_logits(filt, arg, logits):
+    with pytest.raises(ValueError, match="logits"):
+        filt(logits, arg)
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), "long"])
+def test_beam_search_refuses_a_non_finite_length_penalty(alpha):
+    with pytest.raises((ValueError, TypeError), match="length_penalty"):
+        beam_search(model_of("gpt2"), prompt(B=1), 2, 3, length_penalty=alpha)
+
+
+def test_beam_search_accepts_a_negative_length_penalty():
+    """alpha < 0 is allowed (as in transformers, where it favours shorter sequences): it runs."""
+    m, idx = model_of("gpt2"), prompt(B=1)
+    out = beam_search(m, idx, 3, 6, eos_id=int(m(idx)[0][0, -1].argmax()), length_penalty=-1.0)
+    assert out.shape[0] == 1 and out.shape[1] <= idx.shape[1] + 6

@@ -377,3 +377,29 @@ def test_decoder_block_with_cross_cache_equals_uncached():
     caches, cross = ConcatCache(), CrossCache()
     steps = [block(y[:, t:t + 1], context=z, cache=caches, context_cache=cross) for t in range(4)]
     assert torch.allclose(torch.cat(steps, 1), full, atol=1e-5)
+
+
+# Issue 17's probe, second round: zero sizes, eps = 0 and negative positions are refused by name.
+@pytest.mark.parametrize("call, err, arg", [
+    (lambda: layer_norm(torch.randn(3, 4), torch.ones(4), torch.zeros(4), eps=0.0), ValueError, "eps"),
+    (lambda: layer_norm(torch.randn(0, 4), torch.ones(4), torch.zeros(4)), ValueError, "`x`"),
+    (lambda: rms_norm(torch.randn(3, 4), torch.ones(4), eps=0.0), ValueError, "eps"),
+    (lambda: rms_norm(torch.randn(0, 4), torch.ones(4)), ValueError, "`x`"),
+    (lambda: RMSNorm(4, eps=0.0), ValueError, "eps"),
+    (lambda: TransformerConfig(norm_eps=0.0), ValueError, "norm_eps"),
+    (lambda: apply_rope(torch.randn(1, 2, 3, 4), torch.tensor([0, -1, 2])), ValueError, "positions"),
+    (lambda: apply_rope(torch.randn(1, 2, 3, 4), torch.arange(3.0)), TypeError, "positions"),
+    (lambda: apply_rope(torch.randn(1, 2, 0, 4), torch.arange(0)), ValueError, "`x`"),
+])
+def test_second_probe_round_is_refused_by_name(call, err, arg):
+    with pytest.raises(err, match=arg):
+        call()
+
+
+def test_split_modules_reexport_the_same_objects():
+    """layers re-exports what moved to positions, norms and feedforward (one object, two names)."""
+    from course_llm import feedforward, layers, norms, positions
+    for module in (positions, norms, feedforward):
+        for name in module.__all__:
+            assert getattr(layers, name) is getattr(module, name), name
+            assert name in layers.__all__, name
