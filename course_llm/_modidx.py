@@ -1476,6 +1476,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'course_llm.rnn_layers._Recurrent': ('rnn_layers.html#_recurrent', 'course_llm/rnn_layers.py'),
                                        'course_llm.rnn_layers._Recurrent.__init__': ( 'rnn_layers.html#_recurrent.__init__',
                                                                                       'course_llm/rnn_layers.py'),
+                                       'course_llm.rnn_layers._Recurrent._fused_forward': ( 'rnn_layers.html#_recurrent._fused_forward',
+                                                                                            'course_llm/rnn_layers.py'),
                                        'course_llm.rnn_layers._Recurrent._run_direction': ( 'rnn_layers.html#_recurrent._run_direction',
                                                                                             'course_llm/rnn_layers.py'),
                                        'course_llm.rnn_layers._Recurrent._zero_state': ( 'rnn_layers.html#_recurrent._zero_state',

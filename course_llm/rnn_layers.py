@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 from torch import Tensor
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from .core import check_bool, check_positive_int, check_tensor
 from .rnn_cells import LSTMCell, RNNCell
@@ -19,8 +20,9 @@ class _Recurrent(nn.Module):
 
     _mode = ""
 
-    def __init__(self, input_size, hidden_size, num_layers, bidirectional, make_cell):
+    def __init__(self, input_size, hidden_size, num_layers, bidirectional, make_cell, fused=True):
         super().__init__()
+        self.fused = check_bool("fused", fused)
         check_positive_int("input_size", input_size)
         check_positive_int("hidden_size", hidden_size)
         check_positive_int("num_layers", num_layers)
@@ -69,6 +71,8 @@ class _Recurrent(nn.Module):
             mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None])[..., None]  # (B, T, 1)
             mask = mask.to(x.dtype)
         init = self._split_state(state, B, x)
+        if self.fused:
+            return self._fused_forward(x, init, lengths)
         finals = []
         inp = x
         for layer in range(self.num_layers):
@@ -80,6 +84,32 @@ class _Recurrent(nn.Module):
                 finals.append(s)
             inp = torch.cat(outs, dim=-1)                       # (B, T, D * n_out)
         return inp, self._join_state(finals)
+
+    def _fused_forward(self, x, init, lengths):
+        # The same recurrence through PyTorch's fused kernel (torch.lstm / torch.rnn_tanh), with
+        # our parameters: no Python loop over time. Padded batches go through a packed sequence,
+        # whose semantics are the loop's (padded steps keep the state and output zeros).
+        flat = []
+        for cell in self.cells:                 # PyTorch's order: W_ih, W_hh, b_ih, b_hh(, W_hr)
+            flat += [cell.W_u, cell.W_h, cell.b, torch.zeros_like(cell.b)]
+            if getattr(cell, "W_p", None) is not None:
+                flat.append(cell.W_p)
+        lstm = isinstance(init[0], tuple)
+        hx = ((torch.stack([h for h, _ in init]), torch.stack([c for _, c in init])) if lstm
+              else torch.stack(init))           # (D * num_layers, B, n)
+        fn = torch.lstm if lstm else getattr(torch, f"rnn_{self.cells[0].nonlinearity}")
+        args = (flat, True, self.num_layers, 0.0, self.training, self.bidirectional)
+        if lengths is None:
+            out, *final = fn(x, hx, *args, True)                  # batch_first=True
+        else:
+            packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            order, undo = packed.sorted_indices, packed.unsorted_indices
+            hx = tuple(s.index_select(1, order) for s in hx) if lstm else hx.index_select(1, order)
+            data, *final = fn(packed.data, packed.batch_sizes, hx, *args)
+            out = pad_packed_sequence(PackedSequence(data, packed.batch_sizes, order, undo),
+                                      batch_first=True, total_length=x.shape[1])[0]
+            final = [s.index_select(1, undo) for s in final]
+        return out, (tuple(final) if lstm else final[0])
 
     def load_torch(self, module: nn.Module) -> "_Recurrent":
         """Copy the weights of a ``torch.nn.RNN``/``torch.nn.LSTM`` with the same configuration.
@@ -156,6 +186,8 @@ class RNN(_Recurrent):
         num_layers: number of stacked layers; layer k+1 reads the outputs of layer k.
         bidirectional: add a right-to-left direction in every layer.
         nonlinearity: ``"tanh"`` or ``"relu"``.
+        fused: run the recurrence through PyTorch's fused kernel (fast, the default) instead
+            of the step-by-step Python loop (the teaching version); both give the same numbers.
 
     Example:
         >>> rnn = RNN(3, 4, num_layers=2, bidirectional=True)
@@ -166,10 +198,11 @@ class RNN(_Recurrent):
 
     _mode = "RNN"
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, nonlinearity="tanh"):
+    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, nonlinearity="tanh",
+                 fused=True):
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, num_layers, bidirectional,
-                         lambda d_in: RNNCell(d_in, hidden_size, nonlinearity))
+                         lambda d_in: RNNCell(d_in, hidden_size, nonlinearity), fused)
 
     def _torch_kwargs(self):
         return dict(nonlinearity=self.nonlinearity)
@@ -201,6 +234,7 @@ class LSTM(_Recurrent):
         num_layers: number of stacked layers.
         bidirectional: add a right-to-left direction in every layer.
         proj_size: output projection size (0 for none).
+        fused: PyTorch's fused kernel (default) or the step-by-step loop; same numbers.
 
     Example:
         >>> lstm = LSTM(3, 8, num_layers=2, proj_size=4)
@@ -211,10 +245,11 @@ class LSTM(_Recurrent):
 
     _mode = "LSTM"
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, proj_size=0):
+    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, proj_size=0,
+                 fused=True):
         self.proj_size = proj_size
         super().__init__(input_size, hidden_size, num_layers, bidirectional,
-                         lambda d_in: LSTMCell(d_in, hidden_size, proj_size))
+                         lambda d_in: LSTMCell(d_in, hidden_size, proj_size), fused)
 
     def _torch_kwargs(self):
         return dict(proj_size=self.proj_size)
