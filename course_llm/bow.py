@@ -81,8 +81,15 @@ def pack_bags(seqs: Sequence[Tensor], vocab_size: int) -> tuple[Tensor, Tensor]:
         (tensor([3, 1, 2]), tensor([0, 2]))
     """
     vocab_size = check_positive_int("vocab_size", vocab_size)
-    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+    if isinstance(seqs, (Tensor, str, bytes)) or not isinstance(seqs, Sequence):
+        raise TypeError(f"`seqs` must be a non-empty list of 1-D id tensors, got "
+                        f"{type(seqs).__name__}: encode the texts first (encode_texts)")
+    if len(seqs) == 0:
         raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
+    for i, s in enumerate(seqs):
+        if not (torch.is_tensor(s) or isinstance(s, (list, tuple))):
+            raise TypeError(f"`seqs[{i}]` must be a 1-D id tensor (or a list of ints), got "
+                            f"{type(s).__name__}: encode the texts first (encode_texts)")
     seqs = [check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
             for i, s in enumerate(seqs)]
     lengths = [len(s) for s in seqs]

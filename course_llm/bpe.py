@@ -62,7 +62,8 @@ def merge(ids, pair, new_id: int) -> list:
     """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
 
     Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in ``[1, 1, 1]``
-    becomes ``[new_id, 1]``. Ids are non-negative ints.
+    becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id`` must be a fresh id: one
+    already in ``ids`` would make two different tokens indistinguishable.
 
     Example:
         >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
@@ -72,7 +73,11 @@ def merge(ids, pair, new_id: int) -> list:
     if not (isinstance(pair, tuple) and len(pair) == 2):
         raise TypeError(f"`pair` must be a tuple (a, b), got {pair!r}")
     a, b = check_int("pair[0]", pair[0], min=0), check_int("pair[1]", pair[1], min=0)
-    return _merge(ids, a, b, check_int("new_id", new_id, min=0))
+    new_id = check_int("new_id", new_id, min=0)
+    if new_id in ids:
+        raise ValueError(f"`new_id`={new_id} is already used in `ids`: give the merged pair a "
+                         "fresh id (e.g. one more than the largest id in use)")
+    return _merge(ids, a, b, new_id)
 
 
 def most_frequent_pair(counts: dict) -> tuple:

@@ -168,6 +168,9 @@ def nearest_neighbours(vectors: Tensor, query: int, k: int = 5) -> list[tuple[in
     check_tensor("vectors", vectors, ndim=2, dtype="float")
     if len(vectors) < 2:
         raise ValueError(f"`vectors` must hold at least 2 rows, got {len(vectors)}")
+    if not torch.isfinite(vectors).all():
+        raise ValueError("`vectors` holds NaN or inf: the cosine similarities would be NaN; "
+                         "check the training run that produced them")
     query = check_int("query", query, min=0, max=len(vectors) - 1)
     k = check_int("k", k, min=1, max=len(vectors) - 1)
     unit = F.normalize(vectors.detach().float(), dim=-1)
