@@ -164,13 +164,34 @@ class NGramLM:
         """
         sequence = list(sequence)
         self._check(sequence, "sequence")
+        n = self.n
+        padded = [BOS] * (n - 1) + sequence + [EOS]     # position i's context: padded[i:i+n-1]
         total = 0.0
-        for i, tok in enumerate(sequence + [EOS]):
-            p = self._prob(tok, sequence[max(0, i - self.n + 1):i])
+        for i in range(len(sequence) + 1):
+            p = self._prob_padded(padded[i + n - 1], padded[i:i + n - 1])
             if p == 0:
                 return -math.inf
             total += math.log(p)
         return total
+
+    def _prob_padded(self, token, ctx):
+        # _prob for a context already padded to n-1 tokens: the same numbers, without rebuilding
+        # the context for every order (log_prob's inner loop, run millions of times)
+        V, k = len(self.vocab), self.k
+        orders = [(self.n, 1.0)] if self.lambdas is None else zip(range(1, self.n + 1), self.lambdas)
+        num = den = 0.0
+        for m, lam in orders:
+            if lam == 0:
+                continue
+            c_m = tuple(ctx[len(ctx) - (m - 1):]) if m > 1 else ()
+            total = self.totals[m].get(c_m, 0)
+            if total == 0 and k == 0:
+                continue
+            p = (self.counts[m].get(c_m, {}).get(token, 0) + k) / (total + k * V)
+            if self.lambdas is None:
+                return p
+            num, den = num + lam * p, den + lam
+        return num / den if den > 0 else 1 / V
 
     def sample(self, max_len: int = 200, seed=None) -> list:
         """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens)."""
@@ -210,6 +231,9 @@ class UniformLM(NGramLM):
         self._vocab_set = set(self.vocab)
 
     def _prob(self, token, context):
+        return 1 / len(self.vocab)
+
+    def _prob_padded(self, token, ctx):
         return 1 / len(self.vocab)
 
 # %% ../nbs/01_language_models.ipynb #a1afd640
