@@ -26,7 +26,7 @@ class RNNCell(nn.Module):
 
     .. math:: h_\ell = \sigma(W_u u_\ell + W_h h_{\ell-1} + b)
 
-    This is the deck's :math:`h_\ell = \sigma(A[h_{\ell-1}; u_\ell] + b)` with the matrix
+    This is Ryu (2025)'s lecture notation :math:`h_\ell = \sigma(A[h_{\ell-1}; u_\ell] + b)` with the matrix
     :math:`A = [W_h \; W_u]` split in two, so that the input part :math:`W_u u_\ell + b` can be
     computed for every step at once (it does not depend on the recurrence).
 
@@ -86,7 +86,7 @@ class LSTMCell(nn.Module):
         c_\ell = c_{\ell-1} \odot \mathrm{sigmoid}(f) + \mathrm{sigmoid}(i) \odot \tanh(\tilde g), \quad
         h_\ell = W_p\,(\mathrm{sigmoid}(o) \odot \tanh(c_\ell))
 
-    The deck's :math:`c_\ell = c_{\ell-1} \odot f_\ell + g_\ell` is the same update with the
+    Ryu (2025)'s lecture form :math:`c_\ell = c_{\ell-1} \odot f_\ell + g_\ell` is the same update with the
     input gate folded into :math:`g_\ell`. The output projection :math:`W_p` (``proj_size > 0``)
     shrinks the hidden state that is fed back and passed on; without it :math:`W_p = I`.
     Gate order i, f, g, o is PyTorch's, so weights copy across unchanged.
