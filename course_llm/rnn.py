@@ -13,15 +13,31 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .core import (check_bool, check_choice, check_float, check_int,
-                             check_positive_int, check_tensor, check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+)
 
 from .rnn_cells import GRUCell, LSTMCell, RNNCell, hidden_grad_norms
 from .rnn_layers import LSTM, RNN
 from .rnn_classifier import LSTMClassifier, pad_batch
 
 # the pieces sections 3.2-3.4 build, exported from here too (`from course_llm.rnn import LSTM`)
-_all_ = ["RNNCell", "LSTMCell", "GRUCell", "hidden_grad_norms", "RNN", "LSTM", "pad_batch", "LSTMClassifier"]
+_all_ = [
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "hidden_grad_norms",
+    "RNN",
+    "LSTM",
+    "pad_batch",
+    "LSTMClassifier",
+]
 
 # %% ../nbs/03_neural_lms.ipynb #00e6c5cd
 class FixedWindowLM(nn.Module):
@@ -46,7 +62,10 @@ class FixedWindowLM(nn.Module):
         super().__init__()
         vocab_size = check_positive_int("vocab_size", vocab_size)
         context_size = check_positive_int("context_size", context_size)
-        d_embed, d_hidden = check_positive_int("d_embed", d_embed), check_positive_int("d_hidden", d_hidden)
+        d_embed, d_hidden = (
+            check_positive_int("d_embed", d_embed),
+            check_positive_int("d_hidden", d_hidden),
+        )
         self.vocab_size, self.context_size = vocab_size, context_size
         self.E = nn.Embedding(vocab_size, d_embed)
         self.W = nn.Linear(context_size * d_embed, d_hidden)
@@ -57,11 +76,15 @@ class FixedWindowLM(nn.Module):
         n = self.context_size
         check_token_ids("x", x, self.vocab_size, ndim=2)
         if x.shape[1] < n:
-            raise ValueError(f"x must have shape (batch, time >= context_size={n}), got {tuple(x.shape)}")
-        e = self.E(x)                                       # (B, T, d)
-        windows = e.unfold(1, n, 1)                         # (B, T-n+1, d, n)
-        windows = windows.transpose(2, 3).flatten(2)        # (B, T-n+1, n*d), oldest token first
-        return self.U(torch.tanh(self.W(windows)))          # (B, T-n+1, V)
+            raise ValueError(
+                f"x must have shape (batch, time >= context_size={n}), got {tuple(x.shape)}"
+            )
+        e = self.E(x)  # (B, T, d)
+        windows = e.unfold(1, n, 1)  # (B, T-n+1, d, n)
+        windows = windows.transpose(2, 3).flatten(
+            2
+        )  # (B, T-n+1, n*d), oldest token first
+        return self.U(torch.tanh(self.W(windows)))  # (B, T-n+1, V)
 
 # %% ../nbs/03_neural_lms.ipynb #6a9d25da
 def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
@@ -80,7 +103,9 @@ def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
     if not grads:
         return torch.tensor(0.0)
     norm = torch.sqrt(sum(g.detach().pow(2).sum() for g in grads))
-    scale = torch.clamp(max_norm / norm, max=1.0)      # min(1, v/||g||); ||g|| = 0 gives inf -> 1
+    scale = torch.clamp(
+        max_norm / norm, max=1.0
+    )  # min(1, v/||g||); ||g|| = 0 gives inf -> 1
     for g in grads:
         g.detach().mul_(scale)
     return norm
@@ -108,26 +133,39 @@ class RNNLM(nn.Module):
         torch.Size([2, 5, 10])
     """
 
-    def __init__(self, vocab_size: int, d_embed: int, hidden_size: int, num_layers: int = 1,
-                 cell: str = "lstm", proj_size: int = 0, dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_embed: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        cell: str = "lstm",
+        proj_size: int = 0,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         vocab_size = check_positive_int("vocab_size", vocab_size)
         d_embed = check_positive_int("d_embed", d_embed)
         check_choice("cell", cell, ("lstm", "rnn"))
         dropout = check_float("dropout", dropout, min=0, max=1, max_open=True)
         if cell == "rnn" and proj_size:
-            raise ValueError("`proj_size` applies to LSTMs only: leave it 0 with cell='rnn'")
+            raise ValueError(
+                "`proj_size` applies to LSTMs only: leave it 0 with cell='rnn'"
+            )
         self.vocab_size = vocab_size
         self.E = nn.Embedding(vocab_size, d_embed)
-        self.rnn = (LSTM(d_embed, hidden_size, num_layers, proj_size=proj_size) if cell == "lstm"
-                    else RNN(d_embed, hidden_size, num_layers))
+        self.rnn = (
+            LSTM(d_embed, hidden_size, num_layers, proj_size=proj_size)
+            if cell == "lstm"
+            else RNN(d_embed, hidden_size, num_layers)
+        )
         self.drop = nn.Dropout(dropout)
         self.U = nn.Linear(self.rnn.state_size, vocab_size)
 
     def forward(self, x: Tensor, state=None):
         """Logits (B, T, V) for the next token at every position of ``x`` (B, T), and the final state."""
         check_token_ids("x", x, self.vocab_size, ndim=2)
-        out, state = self.rnn(self.drop(self.E(x)), state)       # (B, T, n_out)
+        out, state = self.rnn(self.drop(self.E(x)), state)  # (B, T, n_out)
         return self.U(self.drop(out)), state
 
 # %% ../nbs/03_neural_lms.ipynb #8be48afa
@@ -141,14 +179,18 @@ def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     check_tensor("logits", logits, dtype="float")
     check_tensor("targets", targets, dtype="int")
     if logits.ndim < 2 or tuple(targets.shape) != tuple(logits.shape[:-1]):
-        raise ValueError(f"`logits` (..., V) and `targets` (...) must agree on the leading dims, "
-                         f"got {tuple(logits.shape)} and {tuple(getattr(targets, 'shape', ()))}")
+        raise ValueError(
+            f"`logits` (..., V) and `targets` (...) must agree on the leading dims, "
+            f"got {tuple(logits.shape)} and {tuple(getattr(targets, 'shape', ()))}"
+        )
     check_token_ids("targets", targets, logits.shape[-1])
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
 # %% ../nbs/03_neural_lms.ipynb #fd77858a
 @torch.no_grad()
-def stream_nll(model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int = 256) -> float:
+def stream_nll(
+    model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int = 256
+) -> float:
     """Mean negative log-likelihood (nats/token) of ``ids`` (1-D) under an :class:`RNNLM`.
 
     The text is cut into ``n_streams`` contiguous pieces evaluated in parallel; each piece is read
@@ -166,25 +208,34 @@ def stream_nll(model: RNNLM, ids: Tensor, n_streams: int = 32, block_size: int =
     block_size = check_positive_int("block_size", block_size)
     check_token_ids("ids", ids, model.vocab_size, ndim=1)
     if len(ids) < 2 * n_streams:
-        raise ValueError(f"`ids` must hold at least 2 * n_streams = {2 * n_streams} tokens, "
-                         f"got {len(ids)}: lower n_streams")
+        raise ValueError(
+            f"`ids` must hold at least 2 * n_streams = {2 * n_streams} tokens, "
+            f"got {len(ids)}: lower n_streams"
+        )
     model.eval()
     dev = next(model.parameters()).device
     N = len(ids) // n_streams
-    streams = ids[: N * n_streams].view(n_streams, N).to(dev)        # (S, N)
+    streams = ids[: N * n_streams].view(n_streams, N).to(dev)  # (S, N)
     total, count, state = 0.0, 0, None
     for s in range(0, N - 1, block_size):
-        x, y = streams[:, s:s + block_size], streams[:, s + 1:s + 1 + block_size]
+        x, y = streams[:, s : s + block_size], streams[:, s + 1 : s + 1 + block_size]
         x = x[:, : y.shape[1]]
         logits, state = model(x, state)
-        total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
+        total += F.cross_entropy(
+            logits.flatten(0, 1), y.flatten(), reduction="sum"
+        ).item()
         count += y.numel()
     return total / count
 
 # %% ../nbs/03_neural_lms.ipynb #e51c3bcf
 @torch.no_grad()
-def generate(model: RNNLM, prompt: Tensor, max_new_tokens: int, temperature: float = 1.0,
-             generator: Optional[torch.Generator] = None) -> Tensor:
+def generate(
+    model: RNNLM,
+    prompt: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    generator: Optional[torch.Generator] = None,
+) -> Tensor:
     """Sample ``max_new_tokens`` tokens after ``prompt`` (1-D ids), feeding each sample back in.
 
     Example:

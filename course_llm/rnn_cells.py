@@ -46,7 +46,11 @@ class RNNCell(nn.Module):
         input_size = check_positive_int("input_size", input_size)
         hidden_size = check_positive_int("hidden_size", hidden_size)
         check_choice("nonlinearity", nonlinearity, ("tanh", "relu"))
-        self.input_size, self.hidden_size, self.nonlinearity = input_size, hidden_size, nonlinearity
+        self.input_size, self.hidden_size, self.nonlinearity = (
+            input_size,
+            hidden_size,
+            nonlinearity,
+        )
         self.W_u = nn.Parameter(torch.empty(hidden_size, input_size))
         self.W_h = nn.Parameter(torch.empty(hidden_size, hidden_size))
         self.b = nn.Parameter(torch.empty(hidden_size))
@@ -60,7 +64,9 @@ class RNNCell(nn.Module):
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``."""
         check_tensor("u", u, dtype="float")
         if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}")
+            raise ValueError(
+                f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}"
+            )
         return u @ self.W_u.T + self.b
 
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
@@ -108,12 +114,18 @@ class LSTMCell(nn.Module):
         input_size = check_positive_int("input_size", input_size)
         hidden_size = check_positive_int("hidden_size", hidden_size)
         proj_size = check_int("proj_size", proj_size, min=0, max=hidden_size - 1)
-        self.input_size, self.hidden_size, self.proj_size = input_size, hidden_size, proj_size
+        self.input_size, self.hidden_size, self.proj_size = (
+            input_size,
+            hidden_size,
+            proj_size,
+        )
         out = proj_size or hidden_size
         self.W_u = nn.Parameter(torch.empty(4 * hidden_size, input_size))
         self.W_h = nn.Parameter(torch.empty(4 * hidden_size, out))
         self.b = nn.Parameter(torch.empty(4 * hidden_size))
-        self.W_p = nn.Parameter(torch.empty(proj_size, hidden_size)) if proj_size else None
+        self.W_p = (
+            nn.Parameter(torch.empty(proj_size, hidden_size)) if proj_size else None
+        )
         _uniform_init(self, hidden_size)
 
     @property
@@ -125,7 +137,9 @@ class LSTMCell(nn.Module):
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``: all four gates at once."""
         check_tensor("u", u, dtype="float")
         if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}")
+            raise ValueError(
+                f"`u` must have shape (..., input_size={self.input_size}), got {tuple(u.shape)}"
+            )
         return u @ self.W_u.T + self.b
 
     def step(self, pre: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
@@ -134,20 +148,26 @@ class LSTMCell(nn.Module):
         The inner loop of :class:`~course_llm.rnn_layers.LSTM`: it trusts its inputs (``forward`` checks them).
         """
         h, c = state
-        z = pre + h @ self.W_h.T                      # (B, 4n)
-        i, f, g, o = z.chunk(4, dim=-1)               # each (B, n)
+        z = pre + h @ self.W_h.T  # (B, 4n)
+        i, f, g, o = z.chunk(4, dim=-1)  # each (B, n)
         c = c * torch.sigmoid(f) + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         if self.W_p is not None:
-            h = h @ self.W_p.T                        # (B, proj_size)
+            h = h @ self.W_p.T  # (B, proj_size)
         return h, c
 
     def forward(self, u: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         pre = self.input_part(u)
         if not isinstance(state, (tuple, list)) or len(state) != 2:
-            raise TypeError("`state` must be a pair (h, c): an LSTM carries a hidden and a cell state")
-        check_tensor("h", state[0], shape=(*u.shape[:-1], self.state_size), dtype="float")
-        check_tensor("c", state[1], shape=(*u.shape[:-1], self.hidden_size), dtype="float")
+            raise TypeError(
+                "`state` must be a pair (h, c): an LSTM carries a hidden and a cell state"
+            )
+        check_tensor(
+            "h", state[0], shape=(*u.shape[:-1], self.state_size), dtype="float"
+        )
+        check_tensor(
+            "c", state[1], shape=(*u.shape[:-1], self.hidden_size), dtype="float"
+        )
         return self.step(pre, tuple(state))
 
 # %% ../nbs/03c_rnn_cells.ipynb #20d67a6d
@@ -180,8 +200,8 @@ class GRUCell(nn.Module):
         self.input_size, self.hidden_size = input_size, hidden_size
         self.W_u = nn.Parameter(torch.empty(3 * hidden_size, input_size))
         self.W_h = nn.Parameter(torch.empty(3 * hidden_size, hidden_size))
-        self.b = nn.Parameter(torch.empty(3 * hidden_size))     # b_r, b_z, b_n
-        self.b_hn = nn.Parameter(torch.empty(hidden_size))      # inside the reset product
+        self.b = nn.Parameter(torch.empty(3 * hidden_size))  # b_r, b_z, b_n
+        self.b_hn = nn.Parameter(torch.empty(hidden_size))  # inside the reset product
         _uniform_init(self, hidden_size)
 
     @property
@@ -192,13 +212,15 @@ class GRUCell(nn.Module):
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``: all three gates at once."""
         check_tensor("u", u, dtype="float")
         if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(f"`u` must have shape (..., input_size={self.input_size}), "
-                             f"got {tuple(u.shape)}")
+            raise ValueError(
+                f"`u` must have shape (..., input_size={self.input_size}), "
+                f"got {tuple(u.shape)}"
+            )
         return u @ self.W_u.T + self.b
 
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
         """Finish one step given ``pre = input_part(u)``: returns the new hidden state."""
-        pre_r, pre_z, pre_n = pre.chunk(3, dim=-1)               # each (B, n)
+        pre_r, pre_z, pre_n = pre.chunk(3, dim=-1)  # each (B, n)
         h_r, h_z, h_n = (h @ self.W_h.T).chunk(3, dim=-1)
         r, z = torch.sigmoid(pre_r + h_r), torch.sigmoid(pre_z + h_z)
         n = torch.tanh(pre_n + r * (h_n + self.b_hn))
@@ -210,7 +232,9 @@ class GRUCell(nn.Module):
         return self.step(pre, h)
 
 # %% ../nbs/03c_rnn_cells.ipynb #db46ff62
-def hidden_grad_norms(cell: nn.Module, u: Tensor, readout: Optional[Tensor] = None) -> Tensor:
+def hidden_grad_norms(
+    cell: nn.Module, u: Tensor, readout: Optional[Tensor] = None
+) -> Tensor:
     r"""Unroll ``cell`` over ``u`` (B, L, d) from a zero state and return :math:`\|\partial \mathcal{L} / \partial h_\ell\|`.
 
     The loss only looks at the last state, :math:`\mathcal{L} = \langle w, h_L \rangle` summed over
@@ -231,7 +255,9 @@ def hidden_grad_norms(cell: nn.Module, u: Tensor, readout: Optional[Tensor] = No
         (torch.Size([10]), True)
     """
     if not isinstance(cell, (RNNCell, LSTMCell, GRUCell)):
-        raise TypeError(f"`cell` must be an RNNCell, LSTMCell or GRUCell, got {type(cell).__name__}")
+        raise TypeError(
+            f"`cell` must be an RNNCell, LSTMCell or GRUCell, got {type(cell).__name__}"
+        )
     check_tensor("u", u, shape=(None, None, cell.input_size), dtype="float")
     if u.shape[1] == 0:
         raise ValueError(f"`u` must have length >= 1, got shape {tuple(u.shape)}")
