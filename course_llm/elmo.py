@@ -11,7 +11,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .core import check_int, check_positive_int, check_same_shape, check_tensor, check_token_ids
+from course_llm.core import (
+    check_int,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .rnn_classifier import pad_batch
 from .rnn_layers import LSTM
 
@@ -26,13 +32,17 @@ def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
     """
     check_tensor("x", x)
     if x.ndim < 2:
-        raise ValueError(f"`x` must have shape (batch, time, ...), got {tuple(x.shape)}")
+        raise ValueError(
+            f"`x` must have shape (batch, time, ...), got {tuple(x.shape)}"
+        )
     B, T = x.shape[:2]
     check_tensor("lengths", lengths, shape=(B,), dtype="int")
     if B and (lengths.min() < 0 or lengths.max() > T):
-        raise ValueError(f"`lengths` must hold values in [0, {T}] (the padded length), got {lengths.tolist()}")
-    t = torch.arange(T, device=x.device)[None, :]                   # (1, T)
-    src = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)   # (B, T)
+        raise ValueError(
+            f"`lengths` must hold values in [0, {T}] (the padded length), got {lengths.tolist()}"
+        )
+    t = torch.arange(T, device=x.device)[None, :]  # (1, T)
+    src = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # (B, T)
     index = src.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(1, index)
 
@@ -58,34 +68,47 @@ class ELMo(nn.Module):
         [torch.Size([3, 5, 16]), torch.Size([3, 5, 16]), torch.Size([3, 5, 16])]
     """
 
-    def __init__(self, vocab_size: int, dim: int, num_layers: int = 2, padding_idx: int = 0):
+    def __init__(
+        self, vocab_size: int, dim: int, num_layers: int = 2, padding_idx: int = 0
+    ):
         super().__init__()
-        vocab_size, dim = check_positive_int("vocab_size", vocab_size), check_positive_int("dim", dim)
+        vocab_size, dim = (
+            check_positive_int("vocab_size", vocab_size),
+            check_positive_int("dim", dim),
+        )
         num_layers = check_positive_int("num_layers", num_layers)
         padding_idx = check_int("padding_idx", padding_idx, min=0, max=vocab_size - 1)
-        self.vocab_size, self.num_layers, self.padding_idx = vocab_size, num_layers, padding_idx
-        self.E = nn.Embedding(vocab_size, dim, padding_idx=padding_idx)      # shared input layer
+        self.vocab_size, self.num_layers, self.padding_idx = (
+            vocab_size,
+            num_layers,
+            padding_idx,
+        )
+        self.E = nn.Embedding(
+            vocab_size, dim, padding_idx=padding_idx
+        )  # shared input layer
         self.fwd = nn.ModuleList(LSTM(dim, dim) for _ in range(num_layers))
         self.bwd = nn.ModuleList(LSTM(dim, dim) for _ in range(num_layers))
-        self.out = nn.Linear(dim, vocab_size)                                 # shared softmax layer
+        self.out = nn.Linear(dim, vocab_size)  # shared softmax layer
 
     def _stacks(self, x: Tensor, lengths: Optional[Tensor]):
         check_token_ids("x", x, self.vocab_size, ndim=2)
         if x.shape[1] == 0:
-            raise ValueError(f"`x` must have shape (batch, time >= 1), got {tuple(x.shape)}")
+            raise ValueError(
+                f"`x` must have shape (batch, time >= 1), got {tuple(x.shape)}"
+            )
         B, T = x.shape
         if lengths is None:
             lengths = torch.full((B,), T, device=x.device)
-        e = self.E(x)                                                         # (B, T, d)
+        e = self.E(x)  # (B, T, d)
         fwd, bwd = [e], [e]
         h = e
         for layer in self.fwd:
-            h = layer(h, lengths=lengths)[0]                                  # (B, T, d)
+            h = layer(h, lengths=lengths)[0]  # (B, T, d)
             fwd.append(h)
         h = reverse_padded(e, lengths)
         for layer in self.bwd:
             h = layer(h, lengths=lengths)[0]
-            bwd.append(reverse_padded(h, lengths))                            # back to text order
+            bwd.append(reverse_padded(h, lengths))  # back to text order
         return fwd, bwd, lengths
 
     def layers(self, x: Tensor, lengths: Optional[Tensor] = None) -> list[Tensor]:
@@ -105,11 +128,17 @@ class ELMo(nn.Module):
         """
         check_tensor("x", x, ndim=2)
         if x.shape[1] < 2:
-            raise ValueError(f"`x` must hold windows of at least 2 tokens (each direction predicts "
-                             f"T - 1 of them), got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"`x` must hold windows of at least 2 tokens (each direction predicts "
+                f"T - 1 of them), got shape {tuple(x.shape)}"
+            )
         fwd, bwd, _ = self._stacks(x, None)
-        nll_fwd = F.cross_entropy(self.out(fwd[-1][:, :-1]).flatten(0, 1), x[:, 1:].flatten())
-        nll_bwd = F.cross_entropy(self.out(bwd[-1][:, 1:]).flatten(0, 1), x[:, :-1].flatten())
+        nll_fwd = F.cross_entropy(
+            self.out(fwd[-1][:, :-1]).flatten(0, 1), x[:, 1:].flatten()
+        )
+        nll_bwd = F.cross_entropy(
+            self.out(bwd[-1][:, 1:]).flatten(0, 1), x[:, :-1].flatten()
+        )
         return nll_fwd + nll_bwd
 
 # %% ../nbs/04b_elmo.ipynb #fd28466f
@@ -140,8 +169,10 @@ class ScalarMix(nn.Module):
 
     def forward(self, layers) -> Tensor:
         if isinstance(layers, Tensor) or len(layers) != len(self.w):
-            raise ValueError(f"`layers` must be a list of {len(self.w)} tensors (one per mixed "
-                             f"layer), got {len(layers) if not isinstance(layers, Tensor) else 'a tensor'}")
+            raise ValueError(
+                f"`layers` must be a list of {len(self.w)} tensors (one per mixed "
+                f"layer), got {len(layers) if not isinstance(layers, Tensor) else 'a tensor'}"
+            )
         for k, h in enumerate(layers):
             check_tensor(f"layers[{k}]", h, dtype="float")
             check_same_shape("layers[0]", layers[0], f"layers[{k}]", h)
@@ -149,7 +180,12 @@ class ScalarMix(nn.Module):
 
 # %% ../nbs/04b_elmo.ipynb #c5963b02
 @torch.no_grad()
-def elmo_features(elmo: ELMo, seqs: Sequence[Tensor], batch_size: int = 64, max_len: Optional[int] = None) -> Tensor:
+def elmo_features(
+    elmo: ELMo,
+    seqs: Sequence[Tensor],
+    batch_size: int = 64,
+    max_len: Optional[int] = None,
+) -> Tensor:
     """Mean over the tokens of each layer of a frozen ELMo: (N, K+1, 2d), ready for :class:`MixProbe`.
 
     Averaging is linear, so the mean of the mixed states equals the mix of the per-layer means:
@@ -170,12 +206,18 @@ def elmo_features(elmo: ELMo, seqs: Sequence[Tensor], batch_size: int = 64, max_
     dev = elmo.E.weight.device
     out = []
     for i in range(0, len(seqs), batch_size):
-        chunk = [s[:max_len] for s in seqs[i:i + batch_size]]
+        chunk = [s[:max_len] for s in seqs[i : i + batch_size]]
         x, lengths = pad_batch(chunk, elmo.padding_idx)
         x, lengths = x.to(dev), lengths.to(dev)
-        mask = (torch.arange(x.shape[1], device=dev)[None, :] < lengths[:, None])[..., None]  # (B, T, 1)
+        mask = (torch.arange(x.shape[1], device=dev)[None, :] < lengths[:, None])[
+            ..., None
+        ]  # (B, T, 1)
         layers = elmo.layers(x, lengths)
-        out.append(torch.stack([(h * mask).sum(1) / lengths[:, None] for h in layers], dim=1).cpu())
+        out.append(
+            torch.stack(
+                [(h * mask).sum(1) / lengths[:, None] for h in layers], dim=1
+            ).cpu()
+        )
     return torch.cat(out)
 
 # %% ../nbs/04b_elmo.ipynb #d95f98cf
@@ -189,12 +231,17 @@ class MixProbe(nn.Module):
 
     def __init__(self, num_layers: int, dim: int):
         super().__init__()
-        self.num_layers, self.dim = check_positive_int("num_layers", num_layers), check_positive_int("dim", dim)
+        self.num_layers, self.dim = (
+            check_positive_int("num_layers", num_layers),
+            check_positive_int("dim", dim),
+        )
         self.mix = ScalarMix(num_layers)
         self.head = nn.Linear(dim, 1)
 
     def forward(self, feats) -> Tensor:
-        x = torch.stack(list(feats)) if not isinstance(feats, Tensor) else feats   # (B, K+1, 2d)
+        x = (
+            torch.stack(list(feats)) if not isinstance(feats, Tensor) else feats
+        )  # (B, K+1, 2d)
         check_tensor("feats", x, shape=(None, self.num_layers, self.dim), dtype="float")
         x = x.to(self.head.weight.device)
         return self.head(self.mix(list(x.unbind(1))))[:, 0]

@@ -13,10 +13,29 @@ from pathlib import Path
 
 import regex
 
-from .bpe import (GPT4_SPLIT_PATTERN, Splitter, check_id_list, check_special_tokens,
-                            chunk_counts, fix_surrogates, is_safe_cut, train_merges)
-from .bpe_files import OFFLINE_ENCODINGS, read_bpe_file, tiktoken_encoding, write_bpe_file
-from .bpe_ranks import NO_RANK, ChunkCache, add_merged_ids, bpe_merge, recover_merges
+from course_llm.bpe import (
+    GPT4_SPLIT_PATTERN,
+    Splitter,
+    check_id_list,
+    check_special_tokens,
+    chunk_counts,
+    fix_surrogates,
+    is_safe_cut,
+    train_merges,
+)
+from course_llm.bpe_files import (
+    OFFLINE_ENCODINGS,
+    read_bpe_file,
+    tiktoken_encoding,
+    write_bpe_file,
+)
+from course_llm.bpe_ranks import (
+    NO_RANK,
+    ChunkCache,
+    add_merged_ids,
+    bpe_merge,
+    recover_merges,
+)
 from .core import check_int
 
 # sections 2.2 and 2.4 build these; re-exported so `from course_llm.fast_bpe import ...` still works
@@ -26,8 +45,11 @@ _all_ = ["bpe_merge", "recover_merges", "tiktoken_encoding"]
 @lru_cache(maxsize=64)
 def _special_regex(names: frozenset):
     # longest first, so that a special token that contains another one wins
-    return regex.compile("(" + "|".join(regex.escape(s) for s in
-                                       sorted(names, key=lambda s: (-len(s), s))) + ")")
+    return regex.compile(
+        "("
+        + "|".join(regex.escape(s) for s in sorted(names, key=lambda s: (-len(s), s)))
+        + ")"
+    )
 
 # %% ../nbs/02c_fast_bpe.ipynb #91d15580
 class BPETokenizer:
@@ -55,26 +77,46 @@ class BPETokenizer:
         True
     """
 
-    def __init__(self, ranks: dict, pattern: str = GPT4_SPLIT_PATTERN, special_tokens=None,
-                 merges=None):
+    def __init__(
+        self,
+        ranks: dict,
+        pattern: str = GPT4_SPLIT_PATTERN,
+        special_tokens=None,
+        merges=None,
+    ):
         if not isinstance(ranks, dict):
-            raise TypeError(f"`ranks` must be a dict {{token_bytes: id}}, got {type(ranks).__name__}")
+            raise TypeError(
+                f"`ranks` must be a dict {{token_bytes: id}}, got {type(ranks).__name__}"
+            )
         special_tokens = {} if special_tokens is None else special_tokens
         if not isinstance(special_tokens, dict):
-            raise TypeError("`special_tokens` must be a dict {name: id}, got "
-                            f"{type(special_tokens).__name__}")
+            raise TypeError(
+                "`special_tokens` must be a dict {name: id}, got "
+                f"{type(special_tokens).__name__}"
+            )
         decoder = {}
         for token, i in ranks.items():
-            if (not isinstance(token, bytes) or not token or not isinstance(i, int) or i < 0
-                    or i >= NO_RANK):
-                raise ValueError(f"ranks must map non-empty bytes to ids in [0, 2**62), found "
-                                 f"{token!r}: {i!r}")
+            if (
+                not isinstance(token, bytes)
+                or not token
+                or not isinstance(i, int)
+                or i < 0
+                or i >= NO_RANK
+            ):
+                raise ValueError(
+                    f"ranks must map non-empty bytes to ids in [0, 2**62), found "
+                    f"{token!r}: {i!r}"
+                )
             if i in decoder:
-                raise ValueError(f"id {i} is used by two tokens, {decoder[i]!r} and {token!r}")
+                raise ValueError(
+                    f"id {i} is used by two tokens, {decoder[i]!r} and {token!r}"
+                )
             decoder[i] = token
         missing = [b for b in range(256) if bytes([b]) not in ranks]
         if missing:
-            raise ValueError(f"ranks must contain all 256 single bytes; missing {missing[:5]}...")
+            raise ValueError(
+                f"ranks must contain all 256 single bytes; missing {missing[:5]}..."
+            )
         if merges is not None:
             add_merged_ids(decoder, merges)
         self._splitter = Splitter(pattern)
@@ -85,25 +127,34 @@ class BPETokenizer:
         self._merges = None if merges is None else dict(merges)
         self._vocab_size = max(decoder) + 1
         self._cache = ChunkCache(self._ranks)
-        self.cache_size = 1 << 18                 # max cached chunks before the cache is reset
+        self.cache_size = 1 << 18  # max cached chunks before the cache is reset
         self._register(special_tokens)
 
     def _register(self, special_tokens: dict) -> None:
         for name, i in special_tokens.items():
             if not isinstance(name, str) or not name or not isinstance(i, int) or i < 0:
-                raise ValueError(f"special_tokens must map non-empty str to ids >= 0, found "
-                                 f"{name!r}: {i!r}")
+                raise ValueError(
+                    f"special_tokens must map non-empty str to ids >= 0, found "
+                    f"{name!r}: {i!r}"
+                )
             if i in self._decoder:
-                raise ValueError(f"special token {name!r} has id {i}, which collides with the "
-                                 f"token {self._decoder[i]!r}; choose an unused id")
+                raise ValueError(
+                    f"special token {name!r} has id {i}, which collides with the "
+                    f"token {self._decoder[i]!r}; choose an unused id"
+                )
             self._decoder[i] = name.encode("utf-8")
             self.special_tokens[name] = i
         self._vocab_size = max(self._decoder) + 1
 
     # ----- construction -------------------------------------------------------------------
     @classmethod
-    def train(cls, text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN,
-              special_tokens=None) -> "BPETokenizer":
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        pattern: str = GPT4_SPLIT_PATTERN,
+        special_tokens=None,
+    ) -> "BPETokenizer":
         """Learn a tokenizer with `vocab_size` ids: 256 bytes, merges, then `special_tokens`.
 
         Special-token strings in `text` are cut out before training, so no merge crosses them.
@@ -129,9 +180,15 @@ class BPETokenizer:
         ranks = {b: i for i, b in enumerate(vocab)}
         for a, b in pairs:
             vocab.append(vocab[a] + vocab[b])
-            ranks.setdefault(vocab[-1], len(vocab) - 1)   # same bytes twice: the first id wins
-        return cls(ranks, pattern, {s: len(vocab) + k for k, s in enumerate(special_tokens)},
-                   merges={pair: 256 + k for k, pair in enumerate(pairs)})
+            ranks.setdefault(
+                vocab[-1], len(vocab) - 1
+            )  # same bytes twice: the first id wins
+        return cls(
+            ranks,
+            pattern,
+            {s: len(vocab) + k for k, s in enumerate(special_tokens)},
+            merges={pair: 256 + k for k, pair in enumerate(pairs)},
+        )
 
     @classmethod
     def from_tiktoken(cls, encoding) -> "BPETokenizer":
@@ -145,11 +202,16 @@ class BPETokenizer:
         if isinstance(encoding, str):
             encoding = tiktoken_encoding(encoding)
         try:
-            ranks, pattern, specials = (encoding._mergeable_ranks, encoding._pat_str,
-                                        encoding._special_tokens)
+            ranks, pattern, specials = (
+                encoding._mergeable_ranks,
+                encoding._pat_str,
+                encoding._special_tokens,
+            )
         except AttributeError:
-            raise TypeError("`encoding` must be a tiktoken.Encoding or one of "
-                            f"{list(OFFLINE_ENCODINGS)}, got {type(encoding).__name__}") from None
+            raise TypeError(
+                "`encoding` must be a tiktoken.Encoding or one of "
+                f"{list(OFFLINE_ENCODINGS)}, got {type(encoding).__name__}"
+            ) from None
         return cls(ranks, pattern, specials)
 
     def with_special_tokens(self, names) -> "BPETokenizer":
@@ -164,7 +226,10 @@ class BPETokenizer:
             ({'<|im_start|>': 256}, {})
         """
         new = copy.copy(self)
-        new.special_tokens, new._decoder = dict(self.special_tokens), dict(self._decoder)
+        new.special_tokens, new._decoder = (
+            dict(self.special_tokens),
+            dict(self._decoder),
+        )
         new._cache = ChunkCache(self._ranks)
         new.add_special_tokens(names)
         return new
@@ -193,7 +258,11 @@ class BPETokenizer:
     @property
     def vocab(self) -> dict:
         """``{id: token_bytes}`` for the learned tokens (special tokens excluded)."""
-        return {i: b for i, b in self._decoder.items() if i not in self.special_tokens.values()}
+        return {
+            i: b
+            for i, b in self._decoder.items()
+            if i not in self.special_tokens.values()
+        }
 
     @property
     def ranks(self) -> dict:
@@ -226,18 +295,18 @@ class BPETokenizer:
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a str, got {type(text).__name__}")
         gc_was_enabled = gc.isenabled()
-        gc.disable()                              # see "Speed" above
+        gc.disable()  # see "Speed" above
         try:
             try:
                 return self._encode_chunks(self._splitter.split(text))
-            except UnicodeEncodeError:            # lone surrogates: tiktoken's fix, then retry
+            except UnicodeEncodeError:  # lone surrogates: tiktoken's fix, then retry
                 return self._encode_chunks(self._splitter.split(fix_surrogates(text)))
         finally:
             if gc_was_enabled:
                 gc.enable()
 
     def _encode_chunks(self, chunks: list) -> list:
-        cache = self._cache                       # encodes each new chunk on first lookup
+        cache = self._cache  # encodes each new chunk on first lookup
         if len(cache) > self.cache_size:
             cache.clear()
         return list(chain.from_iterable(map(cache.__getitem__, chunks)))
@@ -265,14 +334,18 @@ class BPETokenizer:
         if disallowed:
             found = _special_regex(frozenset(disallowed)).search(text)
             if found:
-                raise ValueError(f"text contains the special token {found.group()!r}, which is not "
-                                 f"allowed: pass allowed_special={{{found.group()!r}}} (or 'all') "
-                                 "to encode it as a special token, or use encode_ordinary to "
-                                 "encode it as text")
+                raise ValueError(
+                    f"text contains the special token {found.group()!r}, which is not "
+                    f"allowed: pass allowed_special={{{found.group()!r}}} (or 'all') "
+                    "to encode it as a special token, or use encode_ordinary to "
+                    "encode it as text"
+                )
         if not allowed:
             return self.encode_ordinary(text)
         ids = []
-        parts = _special_regex(frozenset(allowed)).split(text)   # text, special, text, ...
+        parts = _special_regex(frozenset(allowed)).split(
+            text
+        )  # text, special, text, ...
         for k, part in enumerate(parts):
             if k % 2:
                 ids.append(self.special_tokens[part])
@@ -286,16 +359,22 @@ class BPETokenizer:
         if allowed_special == "none" or allowed_special is None:
             return set()
         if isinstance(allowed_special, str) or not hasattr(allowed_special, "__iter__"):
-            raise ValueError(f"allowed_special must be 'all', 'none' or a set of special-token "
-                             f"names, got {allowed_special!r}")
+            raise ValueError(
+                f"allowed_special must be 'all', 'none' or a set of special-token "
+                f"names, got {allowed_special!r}"
+            )
         allowed = set(allowed_special)
         unknown = allowed - set(self.special_tokens)
         if unknown:
-            raise ValueError(f"allowed_special contains {sorted(unknown)}, which are not special "
-                             f"tokens of this tokenizer: {sorted(self.special_tokens)}")
+            raise ValueError(
+                f"allowed_special contains {sorted(unknown)}, which are not special "
+                f"tokens of this tokenizer: {sorted(self.special_tokens)}"
+            )
         return allowed
 
-    def encode_iterable(self, iterable, allowed_special="none", buffer_chars: int = 1 << 16):
+    def encode_iterable(
+        self, iterable, allowed_special="none", buffer_chars: int = 1 << 16
+    ):
         """Encode an iterable of str (lines of a file, say) lazily: yields the ids one by one.
 
         The result equals ``encode("".join(iterable))``, also when a pre-split chunk or a special
@@ -311,16 +390,22 @@ class BPETokenizer:
             [15339, 1917, 100257]
         """
         if isinstance(iterable, (str, bytes)) or not hasattr(iterable, "__iter__"):
-            raise TypeError(f"`iterable` must be an iterable of str (e.g. an open text file), got "
-                            f"{type(iterable).__name__}; for one str use encode")
+            raise TypeError(
+                f"`iterable` must be an iterable of str (e.g. an open text file), got "
+                f"{type(iterable).__name__}; for one str use encode"
+            )
         check_int("buffer_chars", buffer_chars, min=1)
-        return self._stream(iter(iterable), self._allowed(allowed_special), buffer_chars)
+        return self._stream(
+            iter(iterable), self._allowed(allowed_special), buffer_chars
+        )
 
     def _stream(self, pieces, allowed: set, buffer_chars: int):
         pending, size, check_at = [], 0, buffer_chars
         for piece in pieces:
             if not isinstance(piece, str):
-                raise TypeError(f"`iterable` must yield str, got {type(piece).__name__}")
+                raise TypeError(
+                    f"`iterable` must yield str, got {type(piece).__name__}"
+                )
             pending.append(piece)
             size += len(piece)
             if size >= check_at:
@@ -330,7 +415,9 @@ class BPETokenizer:
                     yield from self._encode(text[:cut], allowed)
                     text = text[cut:]
                 pending, size = [text], len(text)
-                check_at = size + buffer_chars   # no cut found: read more before looking again
+                check_at = (
+                    size + buffer_chars
+                )  # no cut found: read more before looking again
         yield from self._encode("".join(pending), allowed)
 
     def stream_cut(self, text: str) -> int:
@@ -353,11 +440,14 @@ class BPETokenizer:
         if not self._splitter.cuts_at_spaces:
             return 0
         longest = max(map(len, self.special_tokens), default=1)
-        p = text.rfind(" ", 0, min(len(text) - 1, len(text) - longest + 1))   # room to look right
+        p = text.rfind(
+            " ", 0, min(len(text) - 1, len(text) - longest + 1)
+        )  # room to look right
         while p > 0:
             if is_safe_cut(text, p) and not any(
-                    -1 < text.find(s, max(0, p - len(s) + 1), p + len(s) - 1) < p
-                    for s in self.special_tokens):
+                -1 < text.find(s, max(0, p - len(s) + 1), p + len(s) - 1) < p
+                for s in self.special_tokens
+            ):
                 return p
             p = text.rfind(" ", 0, p)
         return 0
@@ -366,7 +456,9 @@ class BPETokenizer:
     def decode_bytes(self, ids) -> bytes:
         """The concatenated bytes of `ids` (a list, tuple or 1-D integer tensor)."""
         if isinstance(ids, (str, bytes, dict)) or not hasattr(ids, "__iter__"):
-            raise TypeError(f"`ids` must be a sequence of int, got {type(ids).__name__}")
+            raise TypeError(
+                f"`ids` must be a sequence of int, got {type(ids).__name__}"
+            )
         if hasattr(ids, "tolist"):
             ids = check_id_list("ids", ids, self.vocab_size)
         try:
@@ -374,7 +466,9 @@ class BPETokenizer:
                 raise TypeError("a bool is not a token id")
             return b"".join(map(self._decoder.__getitem__, ids))
         except (KeyError, TypeError):
-            ids = check_id_list("ids", ids, self.vocab_size)   # a precise error for the bad id
+            ids = check_id_list(
+                "ids", ids, self.vocab_size
+            )  # a precise error for the bad id
             bad = next(i for i in ids if i not in self._decoder)
             raise ValueError(f"id {bad} is not a token of this tokenizer") from None
 
@@ -405,8 +499,14 @@ class BPETokenizer:
             True
         """
         byte_ids = [self._ranks[bytes([b])] for b in range(256)]
-        return write_bpe_file(path, self.pattern, self.special_tokens, byte_ids, self.merges,
-                              self._decoder)
+        return write_bpe_file(
+            path,
+            self.pattern,
+            self.special_tokens,
+            byte_ids,
+            self.merges,
+            self._decoder,
+        )
 
     @classmethod
     def load(cls, path) -> "BPETokenizer":
@@ -418,5 +518,7 @@ class BPETokenizer:
             raise ValueError(f"{path} is not a valid tokenizer file: {e}") from None
 
     def __repr__(self):
-        return (f"{type(self).__name__}(vocab_size={self.vocab_size}, "
-                f"special_tokens={len(self.special_tokens)})")
+        return (
+            f"{type(self).__name__}(vocab_size={self.vocab_size}, "
+            f"special_tokens={len(self.special_tokens)})"
+        )

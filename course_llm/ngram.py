@@ -16,16 +16,22 @@ EOS = "<EOS>"
 
 def _check_sequences(sequences):
     if isinstance(sequences, str) or not hasattr(sequences, "__iter__"):
-        raise TypeError("`sequences` must be a list of token sequences (e.g. a list of lists "
-                        "of str); for one text use [list(text)]")
+        raise TypeError(
+            "`sequences` must be a list of token sequences (e.g. a list of lists "
+            "of str); for one text use [list(text)]"
+        )
     sequences = list(sequences)
     if not all(hasattr(s, "__iter__") for s in sequences):
-        raise TypeError("`sequences` must be a list of token sequences (e.g. a list of lists "
-                        "of str), not a flat list of tokens: wrap it as [tokens]")
+        raise TypeError(
+            "`sequences` must be a list of token sequences (e.g. a list of lists "
+            "of str), not a flat list of tokens: wrap it as [tokens]"
+        )
     sequences = [list(s) for s in sequences]
     for s in sequences:
         if BOS in s or EOS in s:
-            raise ValueError(f"sequences must not contain {BOS} or {EOS}: they are added here")
+            raise ValueError(
+                f"sequences must not contain {BOS} or {EOS}: they are added here"
+            )
     return sequences
 
 # %% ../nbs/01_language_models.ipynb #301bed9f
@@ -53,7 +59,9 @@ def count_ngrams(sequences, n: int) -> Counter:
     for s in sequences:
         stream += [BOS] * (n - 1) + s + [EOS]
     grams = Counter(zip(*(stream[i:] for i in range(n))))
-    if n > 1:   # drop the grams that straddle two sequences (an <EOS> inside their context)
+    if (
+        n > 1
+    ):  # drop the grams that straddle two sequences (an <EOS> inside their context)
         for g in [g for g in grams if EOS in g[:-1]]:
             del grams[g]
     return grams
@@ -88,10 +96,14 @@ class NGramLM:
         n = check_int("n", n, min=1)
         k = check_float("k", k, min=0)
         if lambdas is not None:
-            lambdas = tuple(check_float(f"lambdas[{i}]", l, min=0) for i, l in enumerate(lambdas))
+            lambdas = tuple(
+                check_float(f"lambdas[{i}]", l, min=0) for i, l in enumerate(lambdas)
+            )
             if len(lambdas) != n or abs(sum(lambdas) - 1) > 1e-9:
-                raise ValueError(f"lambdas must be {n} non-negative weights summing to 1 "
-                                 f"(one per order 1..{n}), got {lambdas}")
+                raise ValueError(
+                    f"lambdas must be {n} non-negative weights summing to 1 "
+                    f"(one per order 1..{n}), got {lambdas}"
+                )
         self.n, self.k, self.lambdas = n, float(k), lambdas
         self.vocab = None
 
@@ -99,9 +111,11 @@ class NGramLM:
         """Count all orders ``1..n`` on `sequences` (lists of tokens); returns ``self``."""
         sequences = _check_sequences(sequences)
         if not any(sequences):
-            raise ValueError("sequences is empty (no tokens at all): the model needs training text")
-        self.counts = {}            # order m -> {context (m-1 tuple): Counter(next token)}
-        self.totals = {}            # order m -> {context: count of the context}
+            raise ValueError(
+                "sequences is empty (no tokens at all): the model needs training text"
+            )
+        self.counts = {}  # order m -> {context (m-1 tuple): Counter(next token)}
+        self.totals = {}  # order m -> {context: count of the context}
         orders = range(1, self.n + 1) if self.lambdas else [self.n]
         for m in orders:
             table = defaultdict(Counter)
@@ -116,15 +130,17 @@ class NGramLM:
 
     def _context(self, context, m):
         ctx = [BOS] * (m - 1) + list(context)
-        return tuple(ctx[len(ctx) - (m - 1):]) if m > 1 else ()
+        return tuple(ctx[len(ctx) - (m - 1) :]) if m > 1 else ()
 
     def _check(self, tokens, what):
         if self.vocab is None:
             raise ValueError("the model is not fitted: call fit(sequences) first")
         unknown = [t for t in tokens if t not in self._vocab_set and t != BOS]
         if unknown:
-            raise ValueError(f"{what} holds tokens never seen in training: {unknown[:5]}; map "
-                             f"them to a known token (e.g. an <UNK> symbol) before querying")
+            raise ValueError(
+                f"{what} holds tokens never seen in training: {unknown[:5]}; map "
+                f"them to a known token (e.g. an <UNK> symbol) before querying"
+            )
 
     def _order_prob(self, token, context, m):
         """P_m(token | context), or None when the context is unseen and k = 0."""
@@ -164,13 +180,40 @@ class NGramLM:
         """
         sequence = list(sequence)
         self._check(sequence, "sequence")
+        n = self.n
+        padded = (
+            [BOS] * (n - 1) + sequence + [EOS]
+        )  # position i's context: padded[i:i+n-1]
         total = 0.0
-        for i, tok in enumerate(sequence + [EOS]):
-            p = self._prob(tok, sequence[max(0, i - self.n + 1):i])
+        for i in range(len(sequence) + 1):
+            p = self._prob_padded(padded[i + n - 1], padded[i : i + n - 1])
             if p == 0:
                 return -math.inf
             total += math.log(p)
         return total
+
+    def _prob_padded(self, token, ctx):
+        # _prob for a context already padded to n-1 tokens: the same numbers, without rebuilding
+        # the context for every order (log_prob's inner loop, run millions of times)
+        V, k = len(self.vocab), self.k
+        orders = (
+            [(self.n, 1.0)]
+            if self.lambdas is None
+            else zip(range(1, self.n + 1), self.lambdas)
+        )
+        num = den = 0.0
+        for m, lam in orders:
+            if lam == 0:
+                continue
+            c_m = tuple(ctx[len(ctx) - (m - 1) :]) if m > 1 else ()
+            total = self.totals[m].get(c_m, 0)
+            if total == 0 and k == 0:
+                continue
+            p = (self.counts[m].get(c_m, {}).get(token, 0) + k) / (total + k * V)
+            if self.lambdas is None:
+                return p
+            num, den = num + lam * p, den + lam
+        return num / den if den > 0 else 1 / V
 
     def sample(self, max_len: int = 200, seed=None) -> list:
         """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens)."""
@@ -179,7 +222,7 @@ class NGramLM:
         rng = random.Random(seed)
         out = []
         while len(out) < max_len:
-            probs = self.next_token_probs(out[max(0, len(out) - self.n + 1):])
+            probs = self.next_token_probs(out[max(0, len(out) - self.n + 1) :])
             tok = rng.choices(list(probs), weights=list(probs.values()))[0]
             if tok == EOS:
                 break
@@ -201,15 +244,22 @@ class UniformLM(NGramLM):
     def __init__(self, tokens):
         super().__init__(1)
         if not hasattr(tokens, "__iter__"):
-            raise TypeError(f"`tokens` must be an iterable of tokens (a str is one token per "
-                            f"character), got {type(tokens).__name__}")
+            raise TypeError(
+                f"`tokens` must be an iterable of tokens (a str is one token per "
+                f"character), got {type(tokens).__name__}"
+            )
         tokens = set(tokens) - {BOS, EOS}
         if not tokens:
-            raise ValueError("`tokens` is empty: the uniform model needs at least one token")
+            raise ValueError(
+                "`tokens` is empty: the uniform model needs at least one token"
+            )
         self.vocab = sorted(tokens, key=str) + [EOS]
         self._vocab_set = set(self.vocab)
 
     def _prob(self, token, context):
+        return 1 / len(self.vocab)
+
+    def _prob_padded(self, token, ctx):
         return 1 / len(self.vocab)
 
 # %% ../nbs/01_language_models.ipynb #a1afd640
@@ -228,8 +278,10 @@ def perplexity(model, sequences) -> float:
         4.0
     """
     if not callable(getattr(model, "log_prob", None)):
-        raise TypeError(f"`model` must have a log_prob(sequence) method (an NGramLM), got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"`model` must have a log_prob(sequence) method (an NGramLM), got "
+            f"{type(model).__name__}"
+        )
     sequences = _check_sequences(sequences)
     if not sequences:
         raise ValueError("`sequences` is empty: perplexity needs at least one sequence")

@@ -10,8 +10,14 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from .core import (check_bool, check_choice, check_int, check_positive_int, check_tensor,
-                             check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+)
 from .rnn_layers import LSTM
 
 # %% ../nbs/03e_rnn_classifier.ipynb #3ca41f7f
@@ -24,10 +30,16 @@ def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Ten
                 [8, 0, 0]]), tensor([3, 1]))
     """
     padding_idx = check_int("padding_idx", padding_idx, min=0)
-    if isinstance(seqs, (Tensor, str, bytes)) or not isinstance(seqs, Sequence) or len(seqs) == 0:
+    if (
+        isinstance(seqs, (Tensor, str, bytes))
+        or not isinstance(seqs, Sequence)
+        or len(seqs) == 0
+    ):
         raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
-    seqs = [check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
-            for i, s in enumerate(seqs)]
+    seqs = [
+        check_tensor(f"seqs[{i}]", torch.as_tensor(s), ndim=1, dtype="int")
+        for i, s in enumerate(seqs)
+    ]
     lengths = torch.tensor([len(s) for s in seqs])
     if lengths.min() == 0:
         raise ValueError("a sequence has length 0: drop empty texts before batching")
@@ -58,19 +70,37 @@ class LSTMClassifier(nn.Module):
         torch.Size([2])
     """
 
-    def __init__(self, vocab_size: int, d_embed: int, hidden_size: int, pooling: str = "last",
-                 padding_idx: int = 0, bidirectional: bool = False, max_len: Optional[int] = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_embed: int,
+        hidden_size: int,
+        pooling: str = "last",
+        padding_idx: int = 0,
+        bidirectional: bool = False,
+        max_len: Optional[int] = None,
+    ):
         super().__init__()
         vocab_size = check_positive_int("vocab_size", vocab_size)
-        d_embed, hidden_size = check_positive_int("d_embed", d_embed), check_positive_int("hidden_size", hidden_size)
+        d_embed, hidden_size = (
+            check_positive_int("d_embed", d_embed),
+            check_positive_int("hidden_size", hidden_size),
+        )
         check_choice("pooling", pooling, ("last", "mean", "max"))
         if not isinstance(padding_idx, int) or not 0 <= padding_idx < vocab_size:
-            raise ValueError(f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}); "
-                             "use the vocabulary's pad id")
+            raise ValueError(
+                f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}); "
+                "use the vocabulary's pad id"
+            )
         check_bool("bidirectional", bidirectional)
         if max_len is not None:
             max_len = check_positive_int("max_len", max_len)
-        self.vocab_size, self.pooling, self.padding_idx, self.max_len = vocab_size, pooling, padding_idx, max_len
+        self.vocab_size, self.pooling, self.padding_idx, self.max_len = (
+            vocab_size,
+            pooling,
+            padding_idx,
+            max_len,
+        )
         self.E = nn.Embedding(vocab_size, d_embed, padding_idx=padding_idx)
         self.rnn = LSTM(d_embed, hidden_size, bidirectional=bidirectional)
         self.head = nn.Linear(self.rnn.num_directions * hidden_size, 1)
@@ -82,12 +112,16 @@ class LSTMClassifier(nn.Module):
         check_token_ids("seqs", x, self.vocab_size)
         dev = self.E.weight.device
         x, lengths = x.to(dev), lengths.to(dev)
-        out, (h_n, _) = self.rnn(self.E(x), lengths=lengths)           # out: (B, T, D*n), zero at pads
+        out, (h_n, _) = self.rnn(
+            self.E(x), lengths=lengths
+        )  # out: (B, T, D*n), zero at pads
         if self.pooling == "last":
-            feats = torch.cat(list(h_n[-self.rnn.num_directions:]), dim=-1)   # (B, D*n)
+            feats = torch.cat(list(h_n[-self.rnn.num_directions :]), dim=-1)  # (B, D*n)
         elif self.pooling == "mean":
             feats = out.sum(1) / lengths[:, None]
         else:
-            pad = (torch.arange(x.shape[1], device=dev)[None, :] >= lengths[:, None])[..., None]
+            pad = (torch.arange(x.shape[1], device=dev)[None, :] >= lengths[:, None])[
+                ..., None
+            ]
             feats = out.masked_fill(pad, float("-inf")).amax(1)
         return self.head(feats)[:, 0]

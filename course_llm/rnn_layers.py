@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 from torch import Tensor
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from .core import check_bool, check_positive_int, check_tensor
 from .rnn_cells import LSTMCell, RNNCell
@@ -19,8 +20,11 @@ class _Recurrent(nn.Module):
 
     _mode = ""
 
-    def __init__(self, input_size, hidden_size, num_layers, bidirectional, make_cell):
+    def __init__(
+        self, input_size, hidden_size, num_layers, bidirectional, make_cell, fused=True
+    ):
         super().__init__()
+        self.fused = check_bool("fused", fused)
         check_positive_int("input_size", input_size)
         check_positive_int("hidden_size", hidden_size)
         check_positive_int("num_layers", num_layers)
@@ -30,9 +34,13 @@ class _Recurrent(nn.Module):
         self.num_directions = 2 if bidirectional else 1
         cells = []
         for layer in range(num_layers):
-            d_in = input_size if layer == 0 else self.num_directions * make_cell(1).state_size
+            d_in = (
+                input_size
+                if layer == 0
+                else self.num_directions * make_cell(1).state_size
+            )
             cells += [make_cell(d_in) for _ in range(self.num_directions)]
-        self.cells = nn.ModuleList(cells)   # index: layer * num_directions + direction
+        self.cells = nn.ModuleList(cells)  # index: layer * num_directions + direction
         self.state_size = self.cells[0].state_size
 
     def _zero_state(self, batch, ref):
@@ -40,12 +48,12 @@ class _Recurrent(nn.Module):
 
     def _run_direction(self, cell, x, state, mask, reverse):
         # x: (B, T, d_in); mask: (B, T, 1) bool or None. Returns outputs (B, T, n_out), final state.
-        pre = cell.input_part(x)                                # (B, T, G*n): no recurrence needed
+        pre = cell.input_part(x)  # (B, T, G*n): no recurrence needed
         T = x.shape[1]
         outs = [None] * T
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        for t in range(T - 1, -1, -1) if reverse else range(T):
             new = cell.step(pre[:, t], state)
-            if mask is not None:                                # padded steps keep the old state
+            if mask is not None:  # padded steps keep the old state
                 m = mask[:, t]
                 new = _where_state(m, new, state)
                 outs[t] = _h_of(new) * m
@@ -64,22 +72,68 @@ class _Recurrent(nn.Module):
             lengths = torch.as_tensor(lengths, device=x.device)
             check_tensor("lengths", lengths, shape=(B,), dtype="int")
             if lengths.min() < 1 or lengths.max() > T:
-                raise ValueError(f"`lengths` must hold values in [1, {T}] (the padded length), "
-                                 f"got {lengths.tolist()}")
-            mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None])[..., None]  # (B, T, 1)
+                raise ValueError(
+                    f"`lengths` must hold values in [1, {T}] (the padded length), "
+                    f"got {lengths.tolist()}"
+                )
+            mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None])[
+                ..., None
+            ]  # (B, T, 1)
             mask = mask.to(x.dtype)
         init = self._split_state(state, B, x)
+        if self.fused:
+            return self._fused_forward(x, init, lengths)
         finals = []
         inp = x
         for layer in range(self.num_layers):
             outs = []
             for d in range(self.num_directions):
                 k = layer * self.num_directions + d
-                o, s = self._run_direction(self.cells[k], inp, init[k], mask, reverse=d == 1)
+                o, s = self._run_direction(
+                    self.cells[k], inp, init[k], mask, reverse=d == 1
+                )
                 outs.append(o)
                 finals.append(s)
-            inp = torch.cat(outs, dim=-1)                       # (B, T, D * n_out)
+            inp = torch.cat(outs, dim=-1)  # (B, T, D * n_out)
         return inp, self._join_state(finals)
+
+    def _fused_forward(self, x, init, lengths):
+        # The same recurrence through PyTorch's fused kernel (torch.lstm / torch.rnn_tanh), with
+        # our parameters: no Python loop over time. Padded batches go through a packed sequence,
+        # whose semantics are the loop's (padded steps keep the state and output zeros).
+        flat = []
+        for cell in self.cells:  # PyTorch's order: W_ih, W_hh, b_ih, b_hh(, W_hr)
+            flat += [cell.W_u, cell.W_h, cell.b, torch.zeros_like(cell.b)]
+            if getattr(cell, "W_p", None) is not None:
+                flat.append(cell.W_p)
+        lstm = isinstance(init[0], tuple)
+        hx = (
+            (torch.stack([h for h, _ in init]), torch.stack([c for _, c in init]))
+            if lstm
+            else torch.stack(init)
+        )  # (D * num_layers, B, n)
+        fn = torch.lstm if lstm else getattr(torch, f"rnn_{self.cells[0].nonlinearity}")
+        args = (flat, True, self.num_layers, 0.0, self.training, self.bidirectional)
+        if lengths is None:
+            out, *final = fn(x, hx, *args, True)  # batch_first=True
+        else:
+            packed = pack_padded_sequence(
+                x, lengths.cpu(), batch_first=True, enforce_sorted=False
+            )
+            order, undo = packed.sorted_indices, packed.unsorted_indices
+            hx = (
+                tuple(s.index_select(1, order) for s in hx)
+                if lstm
+                else hx.index_select(1, order)
+            )
+            data, *final = fn(packed.data, packed.batch_sizes, hx, *args)
+            out = pad_packed_sequence(
+                PackedSequence(data, packed.batch_sizes, order, undo),
+                batch_first=True,
+                total_length=x.shape[1],
+            )[0]
+            final = [s.index_select(1, undo) for s in final]
+        return out, (tuple(final) if lstm else final[0])
 
     def load_torch(self, module: nn.Module) -> "_Recurrent":
         """Copy the weights of a ``torch.nn.RNN``/``torch.nn.LSTM`` with the same configuration.
@@ -88,9 +142,13 @@ class _Recurrent(nn.Module):
         sum, so :math:`b` = their sum. Returns ``self``.
         """
         if type(module).__name__ != self._mode:
-            raise TypeError(f"module must be a torch.nn.{self._mode}, got {type(module).__name__}")
+            raise TypeError(
+                f"module must be a torch.nn.{self._mode}, got {type(module).__name__}"
+            )
         if not module.bias:
-            raise ValueError("module was built with bias=False; build it with bias=True")
+            raise ValueError(
+                "module was built with bias=False; build it with bias=True"
+            )
         for k, cell in enumerate(self.cells):
             layer, d = divmod(k, self.num_directions)
             sfx = f"_l{layer}" + ("_reverse" if d else "")
@@ -105,20 +163,29 @@ class _Recurrent(nn.Module):
                         raise ValueError(
                             f"shape mismatch for {theirs + sfx}: ours {None if p is None else tuple(p.shape)}, "
                             f"torch {None if q is None else tuple(q.shape)}; build both with the same "
-                            "input_size, hidden_size, num_layers, bidirectional (and proj_size)")
+                            "input_size, hidden_size, num_layers, bidirectional (and proj_size)"
+                        )
                     p.copy_(q)
                 b = getattr(module, "bias_ih" + sfx) + getattr(module, "bias_hh" + sfx)
                 if b.shape != cell.b.shape:
-                    raise ValueError(f"shape mismatch for bias{sfx}: ours {tuple(cell.b.shape)}, torch {tuple(b.shape)}")
+                    raise ValueError(
+                        f"shape mismatch for bias{sfx}: ours {tuple(cell.b.shape)}, torch {tuple(b.shape)}"
+                    )
                 cell.b.copy_(b)
         return self
 
     def to_torch(self) -> nn.Module:
         """A ``torch.nn.RNN``/``torch.nn.LSTM`` (``batch_first=True``) holding these weights."""
-        kw = dict(num_layers=self.num_layers, bidirectional=self.bidirectional, batch_first=True)
+        kw = dict(
+            num_layers=self.num_layers,
+            bidirectional=self.bidirectional,
+            batch_first=True,
+        )
         kw.update(self._torch_kwargs())
         ref = self.cells[0].W_u
-        module = getattr(nn, self._mode)(self.input_size, self.hidden_size, **kw).to(ref.device, ref.dtype)
+        module = getattr(nn, self._mode)(self.input_size, self.hidden_size, **kw).to(
+            ref.device, ref.dtype
+        )
         with torch.no_grad():
             for k, cell in enumerate(self.cells):
                 layer, d = divmod(k, self.num_directions)
@@ -156,6 +223,8 @@ class RNN(_Recurrent):
         num_layers: number of stacked layers; layer k+1 reads the outputs of layer k.
         bidirectional: add a right-to-left direction in every layer.
         nonlinearity: ``"tanh"`` or ``"relu"``.
+        fused: run the recurrence through PyTorch's fused kernel (fast, the default) instead
+            of the step-by-step Python loop (the teaching version); both give the same numbers.
 
     Example:
         >>> rnn = RNN(3, 4, num_layers=2, bidirectional=True)
@@ -166,10 +235,24 @@ class RNN(_Recurrent):
 
     _mode = "RNN"
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, nonlinearity="tanh"):
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bidirectional=False,
+        nonlinearity="tanh",
+        fused=True,
+    ):
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, num_layers, bidirectional,
-                         lambda d_in: RNNCell(d_in, hidden_size, nonlinearity))
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers,
+            bidirectional,
+            lambda d_in: RNNCell(d_in, hidden_size, nonlinearity),
+            fused,
+        )
 
     def _torch_kwargs(self):
         return dict(nonlinearity=self.nonlinearity)
@@ -180,7 +263,9 @@ class RNN(_Recurrent):
             return [x.new_zeros(B, self.state_size)] * n
         check_tensor("h0", h0, dtype="float")
         if h0.shape != (n, B, self.state_size):
-            raise ValueError(f"h0 must have shape {(n, B, self.state_size)}, got {tuple(h0.shape)}")
+            raise ValueError(
+                f"h0 must have shape {(n, B, self.state_size)}, got {tuple(h0.shape)}"
+            )
         return list(h0.unbind(0))
 
     def _join_state(self, finals):
@@ -201,6 +286,7 @@ class LSTM(_Recurrent):
         num_layers: number of stacked layers.
         bidirectional: add a right-to-left direction in every layer.
         proj_size: output projection size (0 for none).
+        fused: PyTorch's fused kernel (default) or the step-by-step loop; same numbers.
 
     Example:
         >>> lstm = LSTM(3, 8, num_layers=2, proj_size=4)
@@ -211,10 +297,24 @@ class LSTM(_Recurrent):
 
     _mode = "LSTM"
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bidirectional=False, proj_size=0):
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bidirectional=False,
+        proj_size=0,
+        fused=True,
+    ):
         self.proj_size = proj_size
-        super().__init__(input_size, hidden_size, num_layers, bidirectional,
-                         lambda d_in: LSTMCell(d_in, hidden_size, proj_size))
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers,
+            bidirectional,
+            lambda d_in: LSTMCell(d_in, hidden_size, proj_size),
+            fused,
+        )
 
     def _torch_kwargs(self):
         return dict(proj_size=self.proj_size)
@@ -222,14 +322,22 @@ class LSTM(_Recurrent):
     def _split_state(self, state, B, x):
         n = self.num_layers * self.num_directions
         if state is None:
-            return [(x.new_zeros(B, self.state_size), x.new_zeros(B, self.hidden_size))] * n
+            return [
+                (x.new_zeros(B, self.state_size), x.new_zeros(B, self.hidden_size))
+            ] * n
         if not isinstance(state, (tuple, list)) or len(state) != 2:
-            raise TypeError("`state` must be a pair (h0, c0): an LSTM carries a hidden and a cell state")
+            raise TypeError(
+                "`state` must be a pair (h0, c0): an LSTM carries a hidden and a cell state"
+            )
         h0, c0 = state
         if h0.shape != (n, B, self.state_size) or c0.shape != (n, B, self.hidden_size):
-            raise ValueError(f"(h0, c0) must have shapes {(n, B, self.state_size)} and "
-                             f"{(n, B, self.hidden_size)}, got {tuple(h0.shape)} and {tuple(c0.shape)}")
+            raise ValueError(
+                f"(h0, c0) must have shapes {(n, B, self.state_size)} and "
+                f"{(n, B, self.hidden_size)}, got {tuple(h0.shape)} and {tuple(c0.shape)}"
+            )
         return list(zip(h0.unbind(0), c0.unbind(0)))
 
     def _join_state(self, finals):
-        return torch.stack([h for h, _ in finals], 0), torch.stack([c for _, c in finals], 0)
+        return torch.stack([h for h, _ in finals], 0), torch.stack(
+            [c for _, c in finals], 0
+        )

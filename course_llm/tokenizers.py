@@ -40,11 +40,15 @@ class CharTokenizer:
         special_tokens = check_special_tokens(special_tokens)
         self.itos = list(special_tokens) + sorted(set(text))
         if not self.itos:
-            raise ValueError("`text` is empty and there are no special tokens: the vocabulary "
-                             "would be empty; build the tokenizer from a non-empty text")
+            raise ValueError(
+                "`text` is empty and there are no special tokens: the vocabulary "
+                "would be empty; build the tokenizer from a non-empty text"
+            )
         if len(set(self.itos)) != len(self.itos):
-            raise ValueError("special_tokens must differ from each other and from the characters "
-                             "of text; use multi-character names such as '<BOS>'")
+            raise ValueError(
+                "special_tokens must differ from each other and from the characters "
+                "of text; use multi-character names such as '<BOS>'"
+            )
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.special_tokens = {s: i for i, s in enumerate(special_tokens)}
 
@@ -64,8 +68,10 @@ class CharTokenizer:
         try:
             return [self.stoi[c] for c in text]
         except KeyError as e:
-            raise ValueError(f"character {e.args[0]!r} is not in the vocabulary; build the "
-                             "tokenizer from a text that contains it") from None
+            raise ValueError(
+                f"character {e.args[0]!r} is not in the vocabulary; build the "
+                "tokenizer from a text that contains it"
+            ) from None
 
     def decode(self, ids) -> str:
         """Concatenate the strings of `ids` (special tokens decode to their names)."""
@@ -74,7 +80,10 @@ class CharTokenizer:
     def one_hot(self, ids):
         """Version 1: the one-hot matrix of `ids`, shape ``(len(ids), vocab_size)``, float32."""
         import torch
-        ids = torch.as_tensor(check_id_list("ids", ids, len(self.itos)), dtype=torch.long)
+
+        ids = torch.as_tensor(
+            check_id_list("ids", ids, len(self.itos)), dtype=torch.long
+        )
         return torch.nn.functional.one_hot(ids, self.vocab_size).float()  # (L, n)
 
     def __repr__(self):
@@ -107,21 +116,32 @@ class WordTokenizer:
         'the <UNK>'
     """
 
-    def __init__(self, text: str, min_freq: int = 1, max_size: int = None,
-                 special_tokens=("<PAD>", "<UNK>", "<BOS>", "<EOS>", "<MASK>")):
+    def __init__(
+        self,
+        text: str,
+        min_freq: int = 1,
+        max_size: int = None,
+        special_tokens=("<PAD>", "<UNK>", "<BOS>", "<EOS>", "<MASK>"),
+    ):
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a str, got {type(text).__name__}")
         check_int("min_freq", min_freq, min=1)
         special_tokens = check_special_tokens(special_tokens)
         if "<UNK>" not in special_tokens:
-            raise ValueError("special_tokens must contain '<UNK>' (unknown words map to it)")
+            raise ValueError(
+                "special_tokens must contain '<UNK>' (unknown words map to it)"
+            )
         if max_size is not None:
-            check_int("max_size", max_size, min=len(special_tokens) + 1)   # room for one word
+            check_int(
+                "max_size", max_size, min=len(special_tokens) + 1
+            )  # room for one word
         counts = Counter(self.split(text))
-        words = sorted((w for w, c in counts.items() if c >= min_freq and w not in special_tokens),
-                       key=lambda w: (-counts[w], w))
+        words = sorted(
+            (w for w, c in counts.items() if c >= min_freq and w not in special_tokens),
+            key=lambda w: (-counts[w], w),
+        )
         if max_size is not None:
-            words = words[:max_size - len(special_tokens)]
+            words = words[: max_size - len(special_tokens)]
         self.itos = list(special_tokens) + words
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.special_tokens = {s: i for i, s in enumerate(special_tokens)}
@@ -157,11 +177,32 @@ class WordTokenizer:
         return f"WordTokenizer(vocab_size={self.vocab_size})"
 
 # %% ../nbs/02_tokenization.ipynb #5ba2243a
-from .bpe import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, chunk_counts,
-                            encode_with_merges, get_pair_counts, merge, most_frequent_pair,
-                            train_bpe, train_bpe_naive, train_merges)
+from course_llm.bpe import (
+    GPT2_SPLIT_PATTERN,
+    GPT4_SPLIT_PATTERN,
+    chunk_counts,
+    encode_with_merges,
+    get_pair_counts,
+    merge,
+    most_frequent_pair,
+    train_bpe,
+    train_bpe_naive,
+    train_merges,
+)
 from .fast_bpe import BPETokenizer, bpe_merge, tiktoken_encoding
 
-_all_ = ["GPT2_SPLIT_PATTERN", "GPT4_SPLIT_PATTERN", "get_pair_counts", "merge",
-         "most_frequent_pair", "train_bpe_naive", "train_merges", "chunk_counts", "train_bpe",
-         "encode_with_merges", "bpe_merge", "BPETokenizer", "tiktoken_encoding"]
+_all_ = [
+    "GPT2_SPLIT_PATTERN",
+    "GPT4_SPLIT_PATTERN",
+    "get_pair_counts",
+    "merge",
+    "most_frequent_pair",
+    "train_bpe_naive",
+    "train_merges",
+    "chunk_counts",
+    "train_bpe",
+    "encode_with_merges",
+    "bpe_merge",
+    "BPETokenizer",
+    "tiktoken_encoding",
+]

@@ -14,8 +14,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .core import (check_choice, check_float, check_int, check_positive_int,
-                             check_tensor, check_token_ids)
+from course_llm.core import (
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+)
 from .optim import fit
 
 # %% ../nbs/04_word_vectors.ipynb #da661a76
@@ -38,9 +44,11 @@ def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
         if abs(k) >= len(ids):
             continue
         if k > 0:
-            centres.append(ids[:-k]); contexts.append(ids[k:])
+            centres.append(ids[:-k])
+            contexts.append(ids[k:])
         else:
-            centres.append(ids[-k:]); contexts.append(ids[:k])
+            centres.append(ids[-k:])
+            contexts.append(ids[:k])
     return torch.cat(centres), torch.cat(contexts)
 
 # %% ../nbs/04_word_vectors.ipynb #782527e5
@@ -66,27 +74,34 @@ class SkipGram(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
-        vocab_size, dim = check_positive_int("vocab_size", vocab_size), check_positive_int("dim", dim)
+        vocab_size, dim = (
+            check_positive_int("vocab_size", vocab_size),
+            check_positive_int("dim", dim),
+        )
         self.vocab_size = vocab_size
-        self.V = nn.Embedding(vocab_size, dim)        # centre vectors v_w
-        self.U = nn.Embedding(vocab_size, dim)        # context vectors u_w
+        self.V = nn.Embedding(vocab_size, dim)  # centre vectors v_w
+        self.U = nn.Embedding(vocab_size, dim)  # context vectors u_w
         nn.init.uniform_(self.V.weight, -0.5 / dim, 0.5 / dim)
-        nn.init.zeros_(self.U.weight)                 # word2vec's initialisation
+        nn.init.zeros_(self.U.weight)  # word2vec's initialisation
 
     def _check_pairs(self, centre: Tensor, context: Tensor):
         check_token_ids("centre", centre, self.vocab_size, ndim=1)
         check_token_ids("context", context, self.vocab_size, ndim=1)
         if centre.shape != context.shape or len(centre) == 0:
-            raise ValueError(f"`centre` and `context` must be non-empty and of equal length (one "
-                             f"pair each), got {len(centre)} and {len(context)}")
+            raise ValueError(
+                f"`centre` and `context` must be non-empty and of equal length (one "
+                f"pair each), got {len(centre)} and {len(context)}"
+            )
 
     def full_softmax_loss(self, centre: Tensor, context: Tensor) -> Tensor:
         r"""Mean of :math:`-\log p_\theta(o \mid c)` over the pairs, with the softmax over the whole vocabulary."""
         self._check_pairs(centre, context)
-        logits = self.V(centre) @ self.U.weight.T                 # (N, n): u_w . v_c for every w
+        logits = self.V(centre) @ self.U.weight.T  # (N, n): u_w . v_c for every w
         return F.cross_entropy(logits, context)
 
-    def negative_sampling_loss(self, centre: Tensor, context: Tensor, negatives: Tensor) -> Tensor:
+    def negative_sampling_loss(
+        self, centre: Tensor, context: Tensor, negatives: Tensor
+    ) -> Tensor:
         r"""Mean of :math:`-\log \sigma(u_o \cdot v_c) - \sum_{j=1}^K \log \sigma(-u_{w_j} \cdot v_c)`.
 
         ``negatives`` (N, K) holds K noise words per pair, drawn from :func:`noise_distribution`.
@@ -94,11 +109,13 @@ class SkipGram(nn.Module):
         self._check_pairs(centre, context)
         check_token_ids("negatives", negatives, self.vocab_size, ndim=2)
         if negatives.shape[0] != len(centre) or negatives.shape[1] == 0:
-            raise ValueError(f"`negatives` must have shape (N={len(centre)}, K >= 1): K noise "
-                             f"words per pair, got {tuple(negatives.shape)}")
-        v = self.V(centre)                                         # (N, d)
-        pos = (self.U(context) * v).sum(-1)                        # (N,)
-        neg = torch.einsum("nkd,nd->nk", self.U(negatives), v)     # (N, K)
+            raise ValueError(
+                f"`negatives` must have shape (N={len(centre)}, K >= 1): K noise "
+                f"words per pair, got {tuple(negatives.shape)}"
+            )
+        v = self.V(centre)  # (N, d)
+        pos = (self.U(context) * v).sum(-1)  # (N,)
+        neg = torch.einsum("nkd,nd->nk", self.U(negatives), v)  # (N, K)
         return (-F.logsigmoid(pos) - F.logsigmoid(-neg).sum(-1)).mean()
 
 # %% ../nbs/04_word_vectors.ipynb #34879798
@@ -112,16 +129,26 @@ def noise_distribution(ids: Tensor, vocab_size: int, power: float = 0.75) -> Ten
     vocab_size = check_positive_int("vocab_size", vocab_size)
     check_token_ids("ids", ids, vocab_size, ndim=1)
     if len(ids) == 0:
-        raise ValueError("`ids` is empty: the noise distribution needs a corpus to count")
+        raise ValueError(
+            "`ids` is empty: the noise distribution needs a corpus to count"
+        )
     power = check_float("power", power, min=0)
     counts = torch.bincount(ids, minlength=vocab_size).double()
-    p = counts ** power
+    p = counts**power
     return (p / p.sum()).float()
 
 # %% ../nbs/04_word_vectors.ipynb #b666110b
-def train_skipgram(model: SkipGram, ids: Tensor, window: int = 2, steps: int = 1000, batch_size: int = 1024,
-                   lr: float = 0.01, loss: str = "negative", n_negatives: int = 5,
-                   generator: Optional[torch.Generator] = None) -> list[float]:
+def train_skipgram(
+    model: SkipGram,
+    ids: Tensor,
+    window: int = 2,
+    steps: int = 1000,
+    batch_size: int = 1024,
+    lr: float = 0.01,
+    loss: str = "negative",
+    n_negatives: int = 5,
+    generator: Optional[torch.Generator] = None,
+) -> list[float]:
     """Train ``model`` on random (centre, context) pairs of ``ids``; returns the loss curve.
 
     ``loss="negative"`` uses negative sampling with ``n_negatives`` noise words per pair;
@@ -138,26 +165,37 @@ def train_skipgram(model: SkipGram, ids: Tensor, window: int = 2, steps: int = 1
         raise TypeError(f"`model` must be a SkipGram, got {type(model).__name__}")
     check_choice("loss", loss, ("negative", "full"))
     check_token_ids("ids", ids, model.vocab_size, ndim=1)
-    steps, batch_size = check_positive_int("steps", steps), check_positive_int("batch_size", batch_size)
+    steps, batch_size = (
+        check_positive_int("steps", steps),
+        check_positive_int("batch_size", batch_size),
+    )
     n_negatives = check_positive_int("n_negatives", n_negatives)
     centre_all, context_all = skipgram_pairs(ids, window)
     noise = noise_distribution(ids, model.vocab_size)
 
-    def draw():                                  # a fresh random batch of pairs (and noise words)
+    def draw():  # a fresh random batch of pairs (and noise words)
         idx = torch.randint(len(centre_all), (batch_size,), generator=generator)
         if loss == "full":
             return centre_all[idx], context_all[idx]
-        neg = torch.multinomial(noise, batch_size * n_negatives, replacement=True, generator=generator)
+        neg = torch.multinomial(
+            noise, batch_size * n_negatives, replacement=True, generator=generator
+        )
         return centre_all[idx], context_all[idx], neg.view(batch_size, n_negatives)
 
     def loss_fn(m, batch):
-        return m.full_softmax_loss(*batch) if loss == "full" else m.negative_sampling_loss(*batch)
+        return (
+            m.full_softmax_loss(*batch)
+            if loss == "full"
+            else m.negative_sampling_loss(*batch)
+        )
 
     curve = fit(model, draw, loss_fn, steps=steps, lr=lr)
     return curve
 
 # %% ../nbs/04_word_vectors.ipynb #b7174709
-def nearest_neighbours(vectors: Tensor, query: int, k: int = 5) -> list[tuple[int, float]]:
+def nearest_neighbours(
+    vectors: Tensor, query: int, k: int = 5
+) -> list[tuple[int, float]]:
     """The ``k`` rows of ``vectors`` with the highest cosine similarity to row ``query`` (itself excluded).
 
     Example:
@@ -168,6 +206,11 @@ def nearest_neighbours(vectors: Tensor, query: int, k: int = 5) -> list[tuple[in
     check_tensor("vectors", vectors, ndim=2, dtype="float")
     if len(vectors) < 2:
         raise ValueError(f"`vectors` must hold at least 2 rows, got {len(vectors)}")
+    if not torch.isfinite(vectors).all():
+        raise ValueError(
+            "`vectors` holds NaN or inf: the cosine similarities would be NaN; "
+            "check the training run that produced them"
+        )
     query = check_int("query", query, min=0, max=len(vectors) - 1)
     k = check_int("k", k, min=1, max=len(vectors) - 1)
     unit = F.normalize(vectors.detach().float(), dim=-1)

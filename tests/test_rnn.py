@@ -20,11 +20,12 @@ def _max_diff(pairs):
 @pytest.mark.parametrize("num_layers", [1, 2])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("proj_size", [0, 3])
-def test_lstm_matches_torch(num_layers, bidirectional, proj_size):
+@pytest.mark.parametrize("fused", [False, True])
+def test_lstm_matches_torch(num_layers, bidirectional, proj_size, fused):
     torch.manual_seed(num_layers * 10 + bidirectional + proj_size)
     ref = torch.nn.LSTM(5, 7, num_layers=num_layers, bidirectional=bidirectional,
                         proj_size=proj_size, batch_first=True)
-    ours = LSTM(5, 7, num_layers, bidirectional, proj_size).load_torch(ref)
+    ours = LSTM(5, 7, num_layers, bidirectional, proj_size, fused=fused).load_torch(ref)
     x = torch.randn(3, 11, 5)
     D = 2 if bidirectional else 1
     h0 = torch.randn(D * num_layers, 3, proj_size or 7)
@@ -37,11 +38,12 @@ def test_lstm_matches_torch(num_layers, bidirectional, proj_size):
 @pytest.mark.parametrize("num_layers", [1, 2])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
-def test_rnn_matches_torch(num_layers, bidirectional, nonlinearity):
+@pytest.mark.parametrize("fused", [False, True])
+def test_rnn_matches_torch(num_layers, bidirectional, nonlinearity, fused):
     torch.manual_seed(1)
     ref = torch.nn.RNN(4, 6, num_layers=num_layers, bidirectional=bidirectional,
                        nonlinearity=nonlinearity, batch_first=True)
-    ours = RNN(4, 6, num_layers, bidirectional, nonlinearity).load_torch(ref)
+    ours = RNN(4, 6, num_layers, bidirectional, nonlinearity, fused=fused).load_torch(ref)
     x = torch.randn(2, 13, 4)
     (o1, h1), (o2, h2) = ours(x), ref(x)
     assert _max_diff([(o1, o2), (h1, h2)]) < TOL
@@ -49,11 +51,12 @@ def test_rnn_matches_torch(num_layers, bidirectional, nonlinearity):
 
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("proj_size", [0, 2])
-def test_lengths_match_packed_sequence(bidirectional, proj_size):
+@pytest.mark.parametrize("fused", [False, True])
+def test_lengths_match_packed_sequence(bidirectional, proj_size, fused):
     torch.manual_seed(2)
     ref = torch.nn.LSTM(3, 5, num_layers=2, bidirectional=bidirectional, proj_size=proj_size,
                         batch_first=True)
-    ours = LSTM(3, 5, 2, bidirectional, proj_size).load_torch(ref)
+    ours = LSTM(3, 5, 2, bidirectional, proj_size, fused=fused).load_torch(ref)
     x, lengths = torch.randn(4, 8, 3), torch.tensor([8, 1, 5, 3])
     packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     o2, (h2, c2) = ref(packed)
@@ -276,3 +279,36 @@ def test_lm_loss_and_pad_batch_name_bad_arguments():
         lm_loss(torch.zeros(1, 3, 4), torch.zeros(1, 3))
     with pytest.raises(ValueError, match="seqs"):
         pad_batch("abc")
+
+
+def test_fused_and_loop_gradients_agree():
+    torch.manual_seed(6)
+    loop, fast = LSTM(3, 4, 2, True, proj_size=2, fused=False), LSTM(3, 4, 2, True, proj_size=2)
+    fast.load_state_dict(loop.state_dict())
+    x, lengths = torch.randn(3, 7, 3), torch.tensor([7, 2, 4])
+    for m in (loop, fast):
+        m(x, lengths=lengths)[0].pow(2).sum().backward()
+    assert _max_diff([(p.grad, q.grad) for p, q in zip(loop.parameters(), fast.parameters())]) < TOL
+    with pytest.raises(TypeError, match="fused"):
+        LSTM(3, 4, fused="yes")
+
+
+def test_gru_cell_matches_torch():
+    from course_llm.rnn_cells import GRUCell
+    torch.manual_seed(7)
+    ref, cell = torch.nn.GRUCell(3, 5), GRUCell(3, 5)
+    with torch.no_grad():
+        cell.W_u.copy_(ref.weight_ih); cell.W_h.copy_(ref.weight_hh)
+        b_hr, b_hz, b_hn = ref.bias_hh.chunk(3)
+        cell.b.copy_(ref.bias_ih + torch.cat([b_hr, b_hz, torch.zeros(5)]))
+        cell.b_hn.copy_(b_hn)
+    u, h = torch.randn(4, 3), torch.randn(4, 5)
+    assert _max_diff([(cell(u, h), ref(u, h))]) < TOL
+    norms = hidden_grad_norms(cell, torch.randn(2, 6, 3))
+    assert norms.shape == (6,)
+    with pytest.raises(ValueError, match="`u`"):
+        cell(torch.randn(4, 2), h)
+    with pytest.raises(ValueError, match="`h`"):
+        cell(u, torch.randn(4, 4))
+    with pytest.raises(ValueError, match="hidden_size"):
+        GRUCell(3, 0)

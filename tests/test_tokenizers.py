@@ -261,6 +261,14 @@ def test_corrupted_files_raise(tmp_path, trained, damage):
 
 
 # ----- bad input ---------------------------------------------------------------------------
+def test_merge_rejects_an_id_in_use():
+    with pytest.raises(ValueError, match="new_id"):
+        merge([1, 2, 0], (1, 2), 0)
+    with pytest.raises(ValueError, match="new_id"):
+        merge([1, 2, 3], (1, 2), 1)
+    assert merge([1, 2, 3], (1, 2), 4) == [4, 3]
+
+
 def test_bad_input(trained):
     with pytest.raises(TypeError):
         trained.encode(b"bytes")

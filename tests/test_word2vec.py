@@ -160,6 +160,8 @@ _I = torch.tensor
     (lambda: nearest_neighbours(torch.zeros(3, 2), 0, k=3), ValueError, "`k`"),
     (lambda: nearest_neighbours(torch.zeros(3, 2), -1), ValueError, "query"),
     (lambda: nearest_neighbours(torch.zeros(3), 0), ValueError, "vectors"),
+    (lambda: nearest_neighbours(torch.full((3, 2), float("nan")), 0), ValueError, "NaN"),
+    (lambda: nearest_neighbours(torch.tensor([[1.0, 0.0], [float("inf"), 1.0]]), 0, k=1), ValueError, "NaN or inf"),
     (lambda: LinearProbe(0), ValueError, "dim"),
     (lambda: LinearProbe(3)(torch.zeros(2, 4)), ValueError, "feats"),
     (lambda: mean_vectors(torch.zeros(3, 2), [_I([5])]), ValueError, "vocabulary"),
