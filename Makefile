@@ -27,8 +27,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-# The main job: execute every chapter and render the book into _build/html.
+# The main job: execute every chapter and render the book into _build/html. The chapters that
+# the execution cache cannot serve run first under nbval, two at a time (as in `make test`, whose
+# passing runs fill the same cache), so the build itself executes nothing. After `make test`
+# nothing is stale and the book only renders.
 book: install
+	@stale="$$($(PY) _ext/book_cache.py)"; if [ -n "$$stale" ]; then \
+	  echo "Executing $$(echo $$stale | wc -w) chapters, two at a time"; \
+	  OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile $$stale --nbval-lax \
+	    --nbval-cell-timeout=900 -p no:cacheprovider -q --durations=10; fi
 	$(BIN)/jupyter-book build . --path-output . -W -n --keep-going
 
 # The whole test suite: package in sync with notebooks, notebooks clean, unit tests,
@@ -44,7 +51,7 @@ test: install browser-deps sync-check
 	$(BIN)/course-llm make-student --check
 	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider --durations=30
 	$(MAKE) book
-	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
+	$(BIN)/pytest -n 2 tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
 
 # Debian's chromium for the rendered-book check, and bubblewrap for the grader's sandbox
 # (installed when missing and we are root).
@@ -60,11 +67,12 @@ sync-check: install
 	bash .ci/sync_check.sh
 
 # Format the notebooks' code to 88 columns (ruff formats .ipynb code cells in place), then
-# re-export the package from them.
+# re-export the package and regenerate the student notebooks from them.
 format: install
-	$(BIN)/ruff format nbs exercises
+	$(BIN)/ruff format nbs exercises/solutions
 	$(BIN)/nbdev-export
 	$(MAKE) clean-nbs
+	$(BIN)/course-llm make-student
 
 export:
 	$(BIN)/nbdev-export

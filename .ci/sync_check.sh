@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The committed package must be exactly what nbdev-export makes of the notebooks, and every
-# notebook must be stored as nbdev-clean leaves it (no outputs, no execution counts).
+# notebook must be stored as nbdev-clean leaves it (no outputs, no execution counts) and as
+# ruff format leaves it.
 # Works on a scratch copy of the work tree, so it never changes your files.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,4 +23,9 @@ for nb in $(cd "$top" && git ls-files 'nbs/*.ipynb' 'exercises/*.ipynb'; cd "$to
   if ! cmp -s "$top/$nb" "$tmp/$nb"; then echo "not clean: $nb (run 'make clean-nbs')" >&2; dirty=1; fi
 done
 [ "$dirty" = 0 ] || exit 1
-echo "sync-check: package matches notebooks; notebooks are clean"
+# Code cells formatted to 88 columns (ruff's formatter understands notebooks).
+if ! "$bin/ruff" format --check --quiet "$top/nbs" "$top/exercises/solutions"; then
+  echo "notebook code is not formatted: run 'make format' and commit the result." >&2
+  exit 1
+fi
+echo "sync-check: package matches notebooks; notebooks are clean and formatted"

@@ -106,8 +106,12 @@ def test_page_renders_offline(server, browser, page_path):
         const main = document.querySelector('main').getBoundingClientRect();
         const outputs = Array.from(document.querySelectorAll('main div.cell_output pre'));
         const imgs = Array.from(document.querySelectorAll('main img'));
+        const code = Array.from(document.querySelectorAll('main div.cell_input pre'));
         return {
             scrolling_outputs: outputs.filter(o => o.scrollWidth > o.clientWidth + 1).length,
+            scrolling_code: code.filter(c => c.clientWidth > 0 && c.scrollWidth > c.clientWidth + 1)
+                                .map(c => c.innerText.split('\n').find(l => l.length > 88) || '')
+                                .map(l => l.slice(0, 60)),
             wide_images: imgs.filter(i => i.getBoundingClientRect().right > main.right + 1)
                              .map(i => i.getAttribute('src')),
         };
@@ -115,6 +119,7 @@ def test_page_renders_offline(server, browser, page_path):
     page.close()
 
     assert layout["scrolling_outputs"] == 0, f"{layout['scrolling_outputs']} outputs scroll sideways"
+    assert not layout["scrolling_code"], f"code cells that scroll sideways: {layout['scrolling_code']}"
     assert not layout["wide_images"], f"figures wider than the column: {layout['wide_images']}"
     assert n_math >= n_tex, f"MathJax typeset {n_math} of the page's {n_tex} formulas"
     assert "$$" not in text and "\\begin{" not in text and "\\(" not in text, "raw TeX left on the page"

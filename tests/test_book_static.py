@@ -126,3 +126,25 @@ def test_bibliography_parses_with_unique_keys():
     keys = re.findall(r"^@\w+\{([^,\s]+),", path.read_text(), flags=re.M)
     assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
     assert len(parse_file(str(path)).entries) == len(keys)
+
+
+def test_code_in_view_fits_88_columns():
+    """Every code line the book shows in view (cells not folded or removed) is at most 88
+    columns, the formatter's limit, so no code cell scrolls sideways in the content column.
+    `ruff format` wraps code; comments, docstrings and long strings are wrapped by hand."""
+    import yaml
+    from book_cache import toc_files
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    long_lines = []
+    for name in toc_files(toc):
+        path = ROOT / (name + ".ipynb")
+        if not path.is_file():
+            continue
+        for cell in render_notebook(json.loads(path.read_text()))["cells"]:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if cell["cell_type"] != "code" or {"hide-input", "remove-cell", "remove-input"} & set(tags):
+                continue
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            long_lines += [f"{name}: {line[:60]}..." for line in source.splitlines() if len(line) > 88]
+    assert not long_lines, f"{len(long_lines)} code lines in view over 88 columns: {long_lines[:5]}"
