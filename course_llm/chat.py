@@ -29,12 +29,14 @@ def check_messages(messages) -> list:
     """
     if not isinstance(messages, (list, tuple)):
         raise TypeError(
-            f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}"
+            f"messages must be a list of {{'role', 'content'}} dicts, got "
+            f"{type(messages).__name__}"
         )
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or "role" not in m or "content" not in m:
             raise TypeError(
-                f"messages[{i}] must be a dict with keys 'role' and 'content', got {m!r}"
+                f"messages[{i}] must be a dict with keys 'role' and 'content', got "
+                f"{m!r}"
             )
         if m["role"] not in ROLES:
             raise ValueError(
@@ -42,7 +44,8 @@ def check_messages(messages) -> list:
             )
         if not isinstance(m["content"], str):
             raise TypeError(
-                f"messages[{i}]['content'] must be a str, got {type(m['content']).__name__}"
+                f"messages[{i}]['content'] must be a str, got "
+                f"{type(m['content']).__name__}"
             )
         if IM_START in m["content"] or IM_END in m["content"]:
             raise ValueError(
@@ -61,9 +64,11 @@ def render_chat(
 
     Args:
         messages: list of ``{"role": "system"|"user"|"assistant", "content": str}``.
-        add_generation_prompt: append ``<|im_start|>assistant\\n`` so the model writes a reply.
+        add_generation_prompt: append ``<|im_start|>assistant\\n`` so the model writes a
+            reply.
         default_system: if given and the first message is not a system message, prepend
-            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's template does this).
+            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's
+            template does this).
 
     Returns:
         The rendered string.
@@ -76,7 +81,8 @@ def render_chat(
     check_bool("add_generation_prompt", add_generation_prompt)
     if default_system is not None and not isinstance(default_system, str):
         raise TypeError(
-            f"`default_system` must be a str or None, got {type(default_system).__name__}"
+            "`default_system` must be a str or None, got "
+            f"{type(default_system).__name__}"
         )
     messages = list(messages)
     if default_system is not None and (not messages or messages[0]["role"] != "system"):
@@ -110,7 +116,8 @@ def parse_chat(text: str) -> list:
         m = _MESSAGE.match(text, pos)
         if m is None:
             raise ValueError(
-                f"text is not ChatML at character {pos}: {text[pos : pos + 40]!r}; each "
+                f"text is not ChatML at character {pos}: {text[pos : pos + 40]!r}; "
+                "each "
                 f"message must be '{IM_START}role\\ncontent{IM_END}\\n'"
             )
         if m.group(1) not in ROLES:
@@ -125,10 +132,14 @@ def parse_chat(text: str) -> list:
 def grow_vocab(model, n_new: int) -> list:
     """Add `n_new` random tokens to a `GPT`: new columns of its token embedding A, rows of B.
 
-    A is d x N_V, one column per token; PyTorch stores A^T as ``tok_emb.weight`` (N_V x d), so
-    the new columns of A are new rows of that tensor, and new rows of the output projection B.
-    Old entries are copied unchanged; new ones are drawn from N(0, init_std^2). A tied output
-    stays tied (B = A^T is the same tensor); an untied `lm_head` grows by its own new rows.
+    A is d x N_V, one column per token; PyTorch stores A^T as ``tok_emb.weight`` (N_V x
+    d), so
+    the new columns of A are new rows of that tensor, and new rows of the output
+    projection B.
+    Old entries are copied unchanged; new ones are drawn from N(0, init_std^2). A tied
+    output
+    stays tied (B = A^T is the same tensor); an untied `lm_head` grows by its own new
+    rows.
     ``model.config.vocab_size`` is updated.
 
     Args:
@@ -177,8 +188,10 @@ def grow_vocab(model, n_new: int) -> list:
 def add_special_tokens(model, tokenizer, tokens=(IM_START, IM_END)) -> list:
     """Register special `tokens` in a `BPETokenizer` (in place) and grow `model` to match.
 
-    Tokens the tokenizer already knows keep their ids; new ones get ids ``N_V, N_V + 1, ...``
-    and the model gets one new random column of A (and row of B) for each (see `grow_vocab`).
+    Tokens the tokenizer already knows keep their ids; new ones get ids ``N_V, N_V + 1,
+    ...``
+    and the model gets one new random column of A (and row of B) for each (see
+    `grow_vocab`).
 
     Args:
         model: a `course_llm.gpt.GPT` whose vocabulary equals ``tokenizer.vocab_size``.
@@ -204,7 +217,8 @@ def add_special_tokens(model, tokenizer, tokens=(IM_START, IM_END)) -> list:
         or not all(isinstance(t, str) and t for t in tokens)
     ):
         raise TypeError(
-            "`tokens` must be a list of non-empty str, e.g. ['<|im_start|>', '<|im_end|>']"
+            "`tokens` must be a list of non-empty str, e.g. ['<|im_start|>', "
+            "'<|im_end|>']"
         )
     if not isinstance(tokenizer, BPETokenizer):
         raise TypeError(

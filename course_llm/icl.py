@@ -9,14 +9,24 @@ import torch
 
 from .gpt import GPT, causal_lm_loss
 from .generate import generate
-from .core import (check_bool, check_float, check_int, check_positive_int, check_same_shape,
-                             check_tensor, check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .optim import fit
 
 # %% ../nbs/11_icl.ipynb #d1cbfd91
 def _check_generator(generator):
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
+        raise TypeError(
+            "`generator` must be a torch.Generator or None, got "
+            f"{type(generator).__name__}"
+        )
 
 
 def permutation_parity(perm):
@@ -33,17 +43,23 @@ def permutation_parity(perm):
         [0, 1, 0]
     """
     check_tensor("perm", perm, ndim=2, dtype="int")
-    if not torch.equal(perm.sort(1).values, torch.arange(perm.size(1)).expand_as(perm).to(perm)):
+    if not torch.equal(
+        perm.sort(1).values, torch.arange(perm.size(1)).expand_as(perm).to(perm)
+    ):
         raise ValueError("`perm` must hold one permutation of 0..n-1 per row")
-    inversions = (perm.unsqueeze(2) > perm.unsqueeze(1)).triu(1).sum((1, 2))   # pairs i < j with p_i > p_j
+    inversions = (
+        (perm.unsqueeze(2) > perm.unsqueeze(1)).triu(1).sum((1, 2))
+    )  # pairs i < j with p_i > p_j
     return inversions % 2
 
 
 def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
     """Sequences of demonstrations x_1 f(x_1) ... x_K f(x_K) of a fresh random bijection f per row.
 
-    Keys are tokens 0..n-1 and values n..2n-1 (vocabulary 2n). Each row draws its own permutation f
-    of the given parity (0 even, 1 odd: disjoint task sets for training and evaluation) and K keys
+    Keys are tokens 0..n-1 and values n..2n-1 (vocabulary 2n). Each row draws its own
+    permutation f
+    of the given parity (0 even, 1 odd: disjoint task sets for training and evaluation)
+        and K keys
     uniformly with replacement.
 
     Args:
@@ -54,7 +70,8 @@ def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
         generator: optional `torch.Generator`.
 
     Returns:
-        ``(seq, targets)``: seq (B, 2K) token ids; targets (B, 2K) equal to seq at value positions
+        ``(seq, targets)``: seq (B, 2K) token ids; targets (B, 2K) equal to seq at value
+        positions
         and -100 at key positions (the unshifted labels of `causal_lm_loss`).
 
     Example:
@@ -68,12 +85,14 @@ def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
     check_int("parity", parity, min=0, max=1)
     _check_generator(generator)
     B, n = batch_size, n_keys
-    perm = torch.stack([torch.randperm(n, generator=generator) for _ in range(B)])      # (B, n): f
-    flip = permutation_parity(perm) != parity                                           # a transposition fixes it
+    perm = torch.stack(
+        [torch.randperm(n, generator=generator) for _ in range(B)]
+    )  # (B, n): f
+    flip = permutation_parity(perm) != parity  # a transposition fixes it
     perm[flip, 0], perm[flip, 1] = perm[flip, 1].clone(), perm[flip, 0].clone()
-    keys = torch.randint(0, n, (B, n_shots), generator=generator)                        # (B, K)
-    values = perm.gather(1, keys) + n                                                    # (B, K): f(x) + n
-    seq = torch.stack([keys, values], 2).flatten(1)                                      # (B, 2K) interleaved
+    keys = torch.randint(0, n, (B, n_shots), generator=generator)  # (B, K)
+    values = perm.gather(1, keys) + n  # (B, K): f(x) + n
+    seq = torch.stack([keys, values], 2).flatten(1)  # (B, 2K) interleaved
     targets = seq.clone()
     targets[:, 0::2] = -100
     return seq, targets
@@ -98,15 +117,19 @@ def _answers_loss(model, batch):
     return causal_lm_loss(model(seq)[0], targets)
 
 
-def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_decay=0.01):
+def fit_answers(
+    model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_decay=0.01
+):
     """Train `model` with AdamW on fresh batches, loss only where the targets are not -100.
 
-    A thin wrapper of `course_llm.optim.fit` (betas 0.9/0.95, a cosine schedule from `max_lr`
+    A thin wrapper of `course_llm.optim.fit` (betas 0.9/0.95, a cosine schedule from
+    `max_lr`
     down to `max_lr / 10`); the model is left in eval mode.
 
     Args:
         model: a `course_llm.gpt.GPT`.
-        batch_fn: callable returning ``(seq, targets)`` as `mapping_batch` does (unshifted labels).
+        batch_fn: callable returning ``(seq, targets)`` as `mapping_batch` does
+            (unshifted labels).
         steps: optimizer steps.
         max_lr: peak learning rate of the cosine schedule (min_lr = max_lr / 10).
         warmup_steps: linear warmup steps (at most ``steps - 1`` are used).
@@ -125,16 +148,28 @@ def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_dec
         True
     """
     if not isinstance(model, GPT):
-        raise TypeError(f"`model` must be a course_llm.gpt.GPT, got {type(model).__name__}")
+        raise TypeError(
+            f"`model` must be a course_llm.gpt.GPT, got {type(model).__name__}"
+        )
     if not callable(batch_fn):
-        raise TypeError(f"`batch_fn` must be a function returning (seq, targets), "
-                        f"got {type(batch_fn).__name__}")
+        raise TypeError(
+            f"`batch_fn` must be a function returning (seq, targets), "
+            f"got {type(batch_fn).__name__}"
+        )
     steps = check_int("steps", steps, min=1)
     warmup_steps = check_int("warmup_steps", warmup_steps, min=0)
     max_lr = check_float("max_lr", max_lr, min=0, min_open=True)
-    losses = fit(model, batch_fn, _answers_loss, steps=steps, lr=max_lr, min_lr=max_lr / 10,
-                 warmup_steps=min(warmup_steps, steps - 1), weight_decay=weight_decay,
-                 betas=(0.9, 0.95))
+    losses = fit(
+        model,
+        batch_fn,
+        _answers_loss,
+        steps=steps,
+        lr=max_lr,
+        min_lr=max_lr / 10,
+        warmup_steps=min(warmup_steps, steps - 1),
+        weight_decay=weight_decay,
+        betas=(0.9, 0.95),
+    )
     model.eval()
     return losses
 
@@ -143,16 +178,21 @@ def fit_answers(model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_dec
 def accuracy_by_shots(model, seq, targets=None):
     """Greedy accuracy of the k-th answer of every row, for k = 0, 1, ...: entry k = k shots before.
 
-    An answer is a run of consecutive positions where `targets` is not -100 (one value token in
-    `mapping_batch`, an output string and its ``;`` in `rule_batch`). It counts as right only if the
-    argmax is right at every one of its positions; with the true earlier tokens fed in (teacher
+    An answer is a run of consecutive positions where `targets` is not -100 (one value
+    token in
+    `mapping_batch`, an output string and its ``;`` in `rule_batch`). It counts as right
+    only if the
+    argmax is right at every one of its positions; with the true earlier tokens fed in
+    (teacher
     forcing) that is exactly whether greedy decoding would write the whole answer.
 
     Args:
         model: a trained `GPT`.
         seq: (B, T) token ids.
-        targets: (B, T) labels as returned with `seq`, -100 where nothing is asked; None means the
-            `mapping_batch` layout (the answers are the tokens at odd positions). Every row must hold
+        targets: (B, T) labels as returned with `seq`, -100 where nothing is asked; None
+            means the
+            `mapping_batch` layout (the answers are the tokens at odd positions). Every
+            row must hold
             the same number of answers, and position 0 (never predicted) must be -100.
 
     Returns:
@@ -164,61 +204,105 @@ def accuracy_by_shots(model, seq, targets=None):
         >>> len(accuracy_by_shots(m, mapping_batch(4, 4, 3)[0]))
         3
     """
-    vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)   # any model works
+    vocab_size = getattr(
+        getattr(model, "config", None), "vocab_size", None
+    )  # any model works
     check_tensor("seq", seq, ndim=2, dtype="int")
     if vocab_size is not None:
         check_token_ids("seq", seq, vocab_size)
     if seq.size(0) < 1 or seq.size(1) < 2:
-        raise ValueError(f"`seq` must hold at least one row of 2 tokens, got {tuple(seq.shape)}")
+        raise ValueError(
+            f"`seq` must hold at least one row of 2 tokens, got {tuple(seq.shape)}"
+        )
     if targets is None:
         if seq.size(1) % 2:
-            raise ValueError("`seq` must be a (batch, 2K) tensor of interleaved keys and values "
-                             "when `targets` is None")
+            raise ValueError(
+                "`seq` must be a (batch, 2K) tensor of interleaved keys and values "
+                "when `targets` is None"
+            )
         targets = torch.full_like(seq, -100)
         targets[:, 1::2] = seq[:, 1::2]
     check_tensor("targets", targets, dtype="int")
     check_same_shape("seq", seq, "targets", targets)
     if (targets[:, 0] != -100).any():
-        raise ValueError("`targets` must be -100 at position 0: the first token is never predicted")
+        raise ValueError(
+            "`targets` must be -100 at position 0: the first token is never predicted"
+        )
     device = next(model.parameters()).device
-    tgt = targets[:, 1:].to(device)                          # what position t predicts: token t + 1
+    tgt = targets[:, 1:].to(device)  # what position t predicts: token t + 1
     asked = tgt != -100
-    first = asked & ~torch.nn.functional.pad(asked[:, :-1], (1, 0))     # first position of each answer
+    first = asked & ~torch.nn.functional.pad(
+        asked[:, :-1], (1, 0)
+    )  # first position of each answer
     n_answers = first.sum(1)
     if n_answers.min() != n_answers.max() or n_answers[0] == 0:
-        raise ValueError("every row of `targets` must hold the same number (>= 1) of answers")
+        raise ValueError(
+            "every row of `targets` must hold the same number (>= 1) of answers"
+        )
     wrong = (model(seq.to(device))[0][:, :-1].argmax(-1) != tgt) & asked
-    answer_id = (first.cumsum(1) - 1).clamp(min=0)                       # (B, T-1): which answer
-    errors = torch.zeros(seq.size(0), int(n_answers[0]), device=device).scatter_add_(1, answer_id, wrong.float())
+    answer_id = (first.cumsum(1) - 1).clamp(min=0)  # (B, T-1): which answer
+    errors = torch.zeros(seq.size(0), int(n_answers[0]), device=device).scatter_add_(
+        1, answer_id, wrong.float()
+    )
     return (errors == 0).float().mean(0).tolist()
 
 # %% ../nbs/11_icl.ipynb #084c4784
-def _copy(s, p, n): return list(s)
-def _reverse(s, p, n): return s[::-1]
-def _rotate_left(s, p, n): return s[1:] + s[:1]
-def _rotate_right(s, p, n): return s[-1:] + s[:-1]
-def _swap_ends(s, p, n): return s[-1:] + s[1:-1] + s[:1] if len(s) > 1 else list(s)
-def _double(s, p, n): return [c for c in s for _ in range(2)]
-def _repeat_half(s, p, n): return s + s[len(s) // 2:]
-def _shift(s, p, n): return [(c + p) % n for c in s]
-def _substitute(s, p, n): return [p[c] for c in s]
+def _copy(s, p, n):
+    return list(s)
 
-# name -> f(letters, param, n_letters): the output letters (ints 0..n_letters-1) of one input string
+
+def _reverse(s, p, n):
+    return s[::-1]
+
+
+def _rotate_left(s, p, n):
+    return s[1:] + s[:1]
+
+
+def _rotate_right(s, p, n):
+    return s[-1:] + s[:-1]
+
+
+def _swap_ends(s, p, n):
+    return s[-1:] + s[1:-1] + s[:1] if len(s) > 1 else list(s)
+
+
+def _double(s, p, n):
+    return [c for c in s for _ in range(2)]
+
+
+def _repeat_half(s, p, n):
+    return s + s[len(s) // 2 :]
+
+
+def _shift(s, p, n):
+    return [(c + p) % n for c in s]
+
+
+def _substitute(s, p, n):
+    return [p[c] for c in s]
+
+
+# name -> f(letters, param, n_letters): the output letters (ints 0..n_letters-1) of
+# one input string
 STRING_RULES = {
-    "copy": _copy,                # abc -> abc
-    "reverse": _reverse,          # abc -> cba
+    "copy": _copy,  # abc -> abc
+    "reverse": _reverse,  # abc -> cba
     "rotate_left": _rotate_left,  # abc -> bca
     "rotate_right": _rotate_right,  # abc -> cab
-    "swap_ends": _swap_ends,      # abcd -> dbca
-    "double": _double,            # abc -> aabbcc
+    "swap_ends": _swap_ends,  # abcd -> dbca
+    "double": _double,  # abc -> aabbcc
     "repeat_half": _repeat_half,  # xyyz -> xyyzyz, Ryu's (xy, yz, @, xyyzyz)
-    "shift": _shift,              # param k: each letter k places on (mod n_letters); abc -> bcd for k = 1
-    "substitute": _substitute,    # param: a permutation of the letters, applied to each letter
+    # param k: each letter k places on (mod n_letters); abc -> bcd for k = 1
+    "shift": _shift,
+    # param: a permutation of the letters, applied to each letter
+    "substitute": _substitute,
 }
 
 
 def _draw_param(name, param, n_letters, generator):
-    """The concrete parameter of one task from a rule spec (fresh draws for random families)."""
+    """The concrete parameter of one task from a rule spec (fresh draws for random
+    families)."""
     if name == "shift" and param is None:
         return int(torch.randint(1, n_letters, (1,), generator=generator))
     if name == "substitute":
@@ -231,8 +315,11 @@ def _draw_param(name, param, n_letters, generator):
 
 def _check_rules(rules, n_letters):
     if not isinstance(rules, (list, tuple)) or not rules:
-        raise ValueError("`rules` must be a non-empty list of rule names or (name, param) pairs, e.g. "
-                         "['reverse', ('shift', 2)]")
+        raise ValueError(
+            "`rules` must be a non-empty list of rule names or (name, param) "
+            "pairs, e.g. "
+            "['reverse', ('shift', 2)]"
+        )
     specs = []
     for r in rules:
         if isinstance(r, str):
@@ -240,17 +327,33 @@ def _check_rules(rules, n_letters):
         elif isinstance(r, tuple) and len(r) == 2:
             name, param = r
         else:
-            raise ValueError(f"`rules` entry {r!r} must be a rule name or a (name, param) pair")
+            raise ValueError(
+                f"`rules` entry {r!r} must be a rule name or a (name, param) pair"
+            )
         if not isinstance(name, str) or name not in STRING_RULES:
-            raise ValueError(f"`rules`: unknown rule {name!r}; choose from {sorted(STRING_RULES)}")
-        if name == "shift" and param is not None and not (isinstance(param, int) and 1 <= param < n_letters):
-            raise ValueError(f"`rules`: the shift must be an int in 1..{n_letters - 1} (or None for a random "
-                             f"one per task), got {param!r}")
+            raise ValueError(
+                f"`rules`: unknown rule {name!r}; choose from {sorted(STRING_RULES)}"
+            )
+        if (
+            name == "shift"
+            and param is not None
+            and not (isinstance(param, int) and 1 <= param < n_letters)
+        ):
+            raise ValueError(
+                f"`rules`: the shift must be an int in 1..{n_letters - 1} (or None "
+                "for a random "
+                f"one per task), got {param!r}"
+            )
         if name == "substitute" and param not in (None, 0, 1):
-            raise ValueError(f"`rules`: the parameter of 'substitute' is the parity of the random letter "
-                             f"permutation, 0 (even), 1 (odd) or None (any), got {param!r}")
+            raise ValueError(
+                "`rules`: the parameter of 'substitute' is the parity of the "
+                "random letter "
+                f"permutation, 0 (even), 1 (odd) or None (any), got {param!r}"
+            )
         if name not in ("shift", "substitute") and param is not None:
-            raise ValueError(f"`rules`: rule {name!r} takes no parameter, got {param!r}")
+            raise ValueError(
+                f"`rules`: rule {name!r} takes no parameter, got {param!r}"
+            )
         specs.append((name, param))
     return specs
 
@@ -258,26 +361,35 @@ def _check_rules(rules, n_letters):
 def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3):
     """Few-shot prompts of string rules: ``x_1 -> y_1 ; ... x_K -> y_K ; x_q -> y_q ;``, one task per row.
 
-    Each row draws one spec from `rules` (uniformly), the task's parameter if the spec leaves it
-    random, and ``n_shots + 1`` input strings of `length` distinct letters; the outputs are the
-    rule applied to them (`STRING_RULES`). The last pair is the query, but every answer counts: the
-    answer of pair k (0-based) is a k-shot query. Tokens: letters 0..n_letters-1, then ``->`` =
-    n_letters, ``;`` = n_letters + 1 and padding = n_letters + 2 (rows whose outputs are shorter
+    Each row draws one spec from `rules` (uniformly), the task's parameter if the spec
+    leaves it
+    random, and ``n_shots + 1`` input strings of `length` distinct letters; the outputs
+    are the
+    rule applied to them (`STRING_RULES`). The last pair is the query, but every answer
+    counts: the
+    answer of pair k (0-based) is a k-shot query. Tokens: letters 0..n_letters-1, then
+    ``->`` =
+    n_letters, ``;`` = n_letters + 1 and padding = n_letters + 2 (rows whose outputs are
+    shorter
     are padded at the end), so the vocabulary has n_letters + 3 tokens.
 
     Args:
         batch_size: rows B.
         n_shots: K, demonstrations before the query (K + 1 pairs per row).
-        rules: list of rule specs: a name of `STRING_RULES` ('reverse') or a pair (name, param):
+        rules: list of rule specs: a name of `STRING_RULES` ('reverse') or a pair (name,
+            param):
             ('shift', k) with k in 1..n_letters-1, ('shift', None) a fresh k per task,
-            ('substitute', parity) a fresh random letter permutation of parity 0/1 (None: any).
+            ('substitute', parity) a fresh random letter permutation of parity 0/1
+            (None: any).
         generator: optional `torch.Generator`.
         n_letters: alphabet size A.
         length: letters per input string (2..A).
 
     Returns:
-        ``(seq, targets)``: seq (B, T) token ids; targets (B, T) equal to seq on every output
-        string and its closing ``;``, -100 elsewhere (the unshifted labels of `causal_lm_loss`).
+        ``(seq, targets)``: seq (B, T) token ids; targets (B, T) equal to seq on every
+        output
+        string and its closing ``;``, -100 elsewhere (the unshifted labels of
+        `causal_lm_loss`).
 
     Example:
         >>> seq, targets = rule_batch(1, 1, ["reverse"], torch.Generator().manual_seed(0))
@@ -299,7 +411,9 @@ def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3
         param = _draw_param(name, param, n_letters, generator)
         seq, tgt = [], []
         for _ in range(n_shots + 1):
-            x = torch.randperm(n_letters, generator=generator)[:length].tolist()   # distinct letters
+            x = torch.randperm(n_letters, generator=generator)[
+                :length
+            ].tolist()  # distinct letters
             y = STRING_RULES[name](x, param, n_letters)
             seq += x + [arrow] + y + [sep]
             tgt += [-100] * (length + 1) + y + [sep]
@@ -324,7 +438,7 @@ def show_rule_prompt(tokens, n_letters):
     return "".join(names[t] for t in tokens.tolist())
 
 # %% ../nbs/11_icl.ipynb #f00f5f42
-EQUALS = 2   # token id of "=" in the parity task (bits are tokens 0 and 1)
+EQUALS = 2  # token id of "=" in the parity task (bits are tokens 0 and 1)
 
 
 def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
@@ -333,11 +447,13 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
     Args:
         batch_size: rows B.
         n_bits: n.
-        chain_of_thought: if True the answer is p_1..p_n with p_i = b_1 xor ... xor b_i; else only p_n.
+        chain_of_thought: if True the answer is p_1..p_n with p_i = b_1 xor ... xor b_i;
+            else only p_n.
         generator: optional `torch.Generator`.
 
     Returns:
-        ``(seq, targets, y)``: seq (B, n + 1 + answer length) over the vocabulary {0, 1, EQUALS};
+        ``(seq, targets, y)``: seq (B, n + 1 + answer length) over the vocabulary {0, 1,
+        EQUALS};
         targets = seq with the prompt set to -100; y (B,) the parity.
 
     Example:
@@ -349,12 +465,12 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
     check_positive_int("n_bits", n_bits)
     check_bool("chain_of_thought", chain_of_thought)
     _check_generator(generator)
-    bits = torch.randint(0, 2, (batch_size, n_bits), generator=generator)       # (B, n)
-    running = bits.cumsum(1) % 2                                                 # (B, n): p_1..p_n
+    bits = torch.randint(0, 2, (batch_size, n_bits), generator=generator)  # (B, n)
+    running = bits.cumsum(1) % 2  # (B, n): p_1..p_n
     answer = running if chain_of_thought else running[:, -1:]
     seq = torch.cat([bits, torch.full((batch_size, 1), EQUALS), answer], 1)
     targets = seq.clone()
-    targets[:, :n_bits + 1] = -100
+    targets[:, : n_bits + 1] = -100
     return seq, targets, running[:, -1]
 
 
@@ -362,7 +478,8 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
 def final_answer_accuracy(model, seq, y, n_prompt):
     """Greedy-decode after the first `n_prompt` tokens of `seq` and score the last token against y.
 
-    The model writes as many tokens as `seq` has after the prompt (its steps, if any, then the answer).
+    The model writes as many tokens as `seq` has after the prompt (its steps, if any,
+    then the answer).
 
     Example:
         >>> from course_llm.gpt import GPTConfig
@@ -375,5 +492,7 @@ def final_answer_accuracy(model, seq, y, n_prompt):
     check_tensor("y", y, shape=(seq.size(0),), dtype="int")
     check_int("n_prompt", n_prompt, min=1, max=seq.size(1) - 1)
     dev = next(model.parameters()).device
-    out = generate(model, seq[:, :n_prompt].to(dev), seq.size(1) - n_prompt, temperature=0)
+    out = generate(
+        model, seq[:, :n_prompt].to(dev), seq.size(1) - n_prompt, temperature=0
+    )
     return (out[:, -1].cpu() == y).float().mean().item()

@@ -13,14 +13,17 @@ from .core import check_same_shape, check_tensor, check_token_ids
 class KVCache:
     """A preallocated key/value cache for one attention layer (chapter 08's KV cache).
 
-    Keys and values of shape (batch, n_kv_head, max_length, d_head) are allocated once; each
-    ``update(k, v)`` writes the new positions in place and returns views of everything cached so
+    Keys and values of shape (batch, n_kv_head, max_length, d_head) are allocated once;
+    each
+    ``update(k, v)`` writes the new positions in place and returns views of everything
+    cached so
     far. With grouped-query attention only the `n_kv_head` key/value heads are stored.
 
     Args:
         batch_size: sequences decoded together.
         n_kv_head: key/value heads of the layer.
-        max_length: positions to allocate (prompt plus new tokens, at most the context window).
+        max_length: positions to allocate (prompt plus new tokens, at most the context
+            window).
         d_head: width of each head.
         device: device of the buffers.
         dtype: dtype of the buffers (the model's).
@@ -65,7 +68,8 @@ class KVCache:
         return self.k.size(2)
 
     def update(self, k, v):
-        """Append k, v of shape (batch, n_kv_head, T_new, d_head); return all cached keys and values."""
+        """Append k, v of shape (batch, n_kv_head, T_new, d_head); return all cached
+        keys and values."""
         B, H, _, D = self.k.shape
         check_tensor("k", k, shape=(B, H, None, D), dtype="float")
         check_tensor("v", v, dtype="float")
@@ -82,7 +86,8 @@ class KVCache:
         return self.k[:, :, :t1], self.v[:, :, :t1]  # (B, H_kv, t1, d_head)
 
     def reorder(self, index):
-        """Keep rows `index` of the batch (beam search: each surviving beam copies its parent's cache)."""
+        """Keep rows `index` of the batch (beam search: each surviving beam copies its
+        parent's cache)."""
         check_token_ids("index", index, self.k.size(0), ndim=1)
         if index.numel() != self.k.size(0):
             raise ValueError(
@@ -93,15 +98,18 @@ class KVCache:
         self.v[:, :, : self.length] = self.v[index, :, : self.length]
 
     def reset(self):
-        """Forget every cached position (the buffers stay allocated); the next `update` starts at 0."""
+        """Forget every cached position (the buffers stay allocated); the next `update`
+        starts at 0."""
         self.length = 0
 
 # %% ../nbs/05b_kv_cache.ipynb #4522fcf8
 class CrossCache:
     """The encoder's keys and values for cross-attention, projected once and reused at every step.
 
-    Pass it as `cache` to a cross-attention call of `MultiHeadAttention`: the first call stores
-    W^K z and W^V z, later calls read them (the encoder output z does not change while the
+    Pass it as `cache` to a cross-attention call of `MultiHeadAttention`: the first call
+    stores
+    W^K z and W^V z, later calls read them (the encoder output z does not change while
+    the
     decoder generates).
 
     Example:
@@ -119,7 +127,8 @@ class CrossCache:
         return 0 if self.k is None else self.k.size(2)
 
     def update(self, k, v):
-        """Store k, v (batch, heads, S, d_head) on the first call; return the stored pair."""
+        """Store k, v (batch, heads, S, d_head) on the first call; return the stored
+        pair."""
         if self.k is None:
             self.k, self.v = k, v
         return self.k, self.v
@@ -132,7 +141,8 @@ def make_kv_cache(model, batch_size, max_length=None):
         model: a `GPT`.
         batch_size: sequences decoded together.
         max_length: positions per cache, in [1, block_size] (default: the context window
-            `block_size`; a cache longer than the window would hold positions the model has no
+            `block_size`; a cache longer than the window would hold positions the model
+            has no
             encoding for).
 
     Example:

@@ -11,7 +11,8 @@ from .core import check_float, check_positive_int, check_tensor
 
 # %% ../nbs/06c_norms.ipynb #a7d5149e
 def _check_norm_args(x, gamma, beta, eps):
-    """The checks `layer_norm` and `rms_norm` share: one gain (and offset) per channel of x."""
+    """The checks `layer_norm` and `rms_norm` share: one gain (and offset) per channel
+    of x."""
     check_tensor("x", x, dtype="float")
     if x.dim() < 1 or x.numel() == 0:
         raise ValueError(
@@ -35,7 +36,8 @@ def _check_norm_args(x, gamma, beta, eps):
 def layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 
-    The teaching version of `torch.nn.functional.layer_norm` (the blocks use the fused one). The
+    The teaching version of `torch.nn.functional.layer_norm` (the blocks use the fused
+    one). The
     variance is the biased one (divide by C), as in the paper and in PyTorch.
 
     Args:
@@ -82,7 +84,8 @@ def rms_norm(x, gamma, eps=1e-6):
 class RMSNorm(nn.Module):
     """Root-mean-square normalisation with a learned scale gamma (initialised to 1).
 
-    Computed in float32 (or float64) whatever the input dtype, as Llama does, then cast back.
+    Computed in float32 (or float64) whatever the input dtype, as Llama does, then cast
+    back.
 
     Args:
         d_model: width C.
@@ -102,7 +105,8 @@ class RMSNorm(nn.Module):
         """Normalise x (..., d_model) over its last axis."""
         if x.size(-1) != self.weight.numel():
             raise ValueError(
-                f"`x` must have shape (..., {self.weight.numel()}), got {tuple(x.shape)}"
+                f"`x` must have shape (..., {self.weight.numel()}), got "
+                f"{tuple(x.shape)}"
             )
         dtype = x.dtype
         x = x.to(torch.promote_types(dtype, torch.float32))

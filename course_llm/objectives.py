@@ -20,7 +20,8 @@ def _check(tokens, rate=None):
 def _check_rng(rng):
     if not isinstance(rng, random.Random):
         raise TypeError(
-            f"`rng` must be a random.Random (e.g. random.Random(0)), got {type(rng).__name__}"
+            "`rng` must be a random.Random (e.g. random.Random(0)), got "
+            f"{type(rng).__name__}"
         )
 
 
@@ -65,11 +66,13 @@ def span_corruption(tokens, noise_mask, sentinels=sentinel):
         isinstance(m, bool) for m in noise_mask
     ):
         raise TypeError(
-            f"`noise_mask` must be a list of bools (one per token), got {noise_mask!r:.40}"
+            "`noise_mask` must be a list of bools (one per token), got "
+            f"{noise_mask!r:.40}"
         )
     if len(noise_mask) != len(tokens):
         raise ValueError(
-            f"`noise_mask` must have one bool per token ({len(tokens)}), got {len(noise_mask)}"
+            f"`noise_mask` must have one bool per token ({len(tokens)}), got "
+            f"{len(noise_mask)}"
         )
     inputs, targets, k = [], [], 0
     for i, (t, noise) in enumerate(zip(tokens, noise_mask)):
@@ -94,7 +97,8 @@ def prefix_lm(tokens, rng, split=None):
     _check_rng(rng)
     if len(tokens) < 2:
         raise ValueError(
-            f"`tokens` needs at least 2 tokens to split into a prefix and a target, got {len(tokens)}"
+            "`tokens` needs at least 2 tokens to split into a prefix and a "
+            f"target, got {len(tokens)}"
         )
     split = (
         rng.randint(1, len(tokens) - 1) if split is None else check_int("split", split)
@@ -156,7 +160,8 @@ def iid_span_replace(tokens, rng, rate=0.15, sentinels=sentinel):
 
 
 def token_drop(tokens, rng, rate=0.15):
-    """I.i.d. noise, drop tokens: inputs keep the clean tokens, targets are the dropped ones."""
+    """I.i.d. noise, drop tokens: inputs keep the clean tokens, targets are the dropped
+    ones."""
     _check(tokens, rate)
     m = iid_noise_mask(len(tokens), rate, rng)
     return [t for t, d in zip(tokens, m) if not d], [t for t, d in zip(tokens, m) if d]
@@ -174,7 +179,8 @@ def random_spans_noise_mask(n, rng, rate=0.15, mean_span=3.0):
         5
     """
     check_int("n", n, min=2)
-    # at least one token is always noised, so a rate of 0 (or 1) cannot be honoured: refuse it
+    # at least one token is always noised, so a rate of 0 (or 1) cannot be
+    # honoured: refuse it
     check_float("rate", rate, min=0.0, max=1.0, min_open=True, max_open=True)
     check_float(
         "mean_span", mean_span, min=1.0

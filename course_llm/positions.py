@@ -21,7 +21,8 @@ from course_llm.core import (
 def sinusoidal_positions(n_positions, d_model, base=10000.0):
     """The sinusoidal position table of Vaswani et al. (2017), shape (n_positions, d_model).
 
-    Row l is p_l with p_{l,2i} = sin(l / base^(2i/d)) and p_{l,2i+1} = cos(l / base^(2i/d)),
+    Row l is p_l with p_{l,2i} = sin(l / base^(2i/d)) and p_{l,2i+1} = cos(l /
+    base^(2i/d)),
     positions and pairs counted from 0.
 
     Args:
@@ -56,7 +57,8 @@ class PositionEmbedding(nn.Module):
     """Absolute position vectors p_l to add to the token embeddings: learned or sinusoidal.
 
     Args:
-        kind: "learned" (a trainable table W_p, as in GPT-2 and BERT) or "sinusoidal" (fixed).
+        kind: "learned" (a trainable table W_p, as in GPT-2 and BERT) or "sinusoidal"
+            (fixed).
         max_len: the largest number of positions, l_max.
         d_model: width d.
 
@@ -79,7 +81,8 @@ class PositionEmbedding(nn.Module):
             )
 
     def forward(self, positions):
-        """Position vectors for integer `positions` of any shape: shape ``positions.shape + (d_model,)``."""
+        """Position vectors for integer `positions` of any shape: shape
+        ``positions.shape + (d_model,)``."""
         check_tensor("positions", positions, dtype="int")
         if positions.numel():
             lo, hi = positions.aminmax()
@@ -94,7 +97,8 @@ class PositionEmbedding(nn.Module):
 def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
     """The block-diagonal rotation R_l of RoPE (pairs of neighbouring coordinates), (d_head, d_head).
 
-    The explicit block-diagonal matrix R_l, for teaching and testing: `apply_rope(..., interleaved=True)`
+    The explicit block-diagonal matrix R_l, for teaching and testing: `apply_rope(...,
+    interleaved=True)`
     multiplies by it without building it.
 
     Example:
@@ -120,7 +124,8 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     """Rotate queries or keys x (..., T, d_head) by the RoPE angles of `positions`.
 
     Pair k (k = 0..d_head/2-1) is rotated by positions * base^(-2k/d_head). With
-    `interleaved=False` (Hugging Face Llama) pair k is coordinates (k, k + d_head/2); with
+    `interleaved=False` (Hugging Face Llama) pair k is coordinates (k, k + d_head/2);
+    with
     `interleaved=True` (the RoFormer paper) it is (2k, 2k + 1).
 
     Args:
@@ -141,7 +146,8 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     check_tensor("positions", positions, dtype="int")
     if positions.numel() and positions.min() < 0:
         raise ValueError(
-            f"`positions` must be >= 0 (token positions), got min {positions.min().item()}"
+            "`positions` must be >= 0 (token positions), got min "
+            f"{positions.min().item()}"
         )
     check_float("base", base, min=0.0, min_open=True)
     check_bool("interleaved", interleaved)
@@ -193,10 +199,12 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"`d_head` must be even for RoPE, got {d_head}")
         check_float("base", base, min=0.0, min_open=True)
         self.d_head, self.base, self.interleaved = d_head, base, interleaved
-        self._tables = {}  # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
+        # (device, dtype) -> cos, sin of positions 0..n-1 (not in state_dict)
+        self._tables = {}
 
     def _cos_sin(self, n, device, dtype):
-        """cos and sin tables (n, d_head), each half repeated, computed as `apply_rope` does."""
+        """cos and sin tables (n, d_head), each half repeated, computed as `apply_rope`
+        does."""
         cos_sin = self._tables.get((device, dtype))
         if cos_sin is None or cos_sin[0].size(0) < n:
             n = max(n, 2 * (0 if cos_sin is None else cos_sin[0].size(0)), 256)
@@ -217,7 +225,8 @@ class RotaryEmbedding(nn.Module):
     def forward(self, x, positions):
         """Rotate x (..., T, d_head) by the angles of `positions`, (T,) or (batch, T).
 
-        Non-interleaved RoPE at integer positions reads cos and sin from tables computed once
+        Non-interleaved RoPE at integer positions reads cos and sin from tables computed
+        once
         (bit-identical to `apply_rope`, which handles every other case).
         """
         if (

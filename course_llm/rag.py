@@ -48,7 +48,8 @@ def _check_tokens(name, tokens):
 def _check_docs(docs):
     if not isinstance(docs, (list, tuple)) or not docs:
         raise ValueError(
-            "`docs` must be a non-empty list of token lists (apply tokenize to each document)"
+            "`docs` must be a non-empty list of token lists (apply tokenize to "
+            "each document)"
         )
     for i, d in enumerate(docs):
         _check_tokens(f"docs[{i}]", d)
@@ -62,8 +63,10 @@ def _check_docs(docs):
 def bm25_idf(docs, epsilon=0.25):
     """Okapi idf of every term, ln((N - n_t + 0.5) / (n_t + 0.5)), with negative values floored.
 
-    n_t is the number of the N documents that contain term t. Terms in more than half of the
-    documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become epsilon times the
+    n_t is the number of the N documents that contain term t. Terms in more than half of
+    the
+    documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become epsilon
+    times the
     mean idf over all terms.
 
     Args:
@@ -90,7 +93,8 @@ def bm25_idf(docs, epsilon=0.25):
 def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
     """BM25 score of every document of `docs` for `query` (Okapi BM25, as `rank_bm25.BM25Okapi`).
 
-    A query term that occurs twice counts twice; a term absent from every document adds nothing.
+    A query term that occurs twice counts twice; a term absent from every document adds
+    nothing.
 
     Args:
         query: list of tokens q_1..q_m.
@@ -161,7 +165,8 @@ class BM25Retriever:
         return bm25_scores(tokenize(question), self.docs, self.k1, self.b)
 
     def retrieve(self, question, k=1):
-        """The k passages with the highest scores, best first (ties: the earlier passage first)."""
+        """The k passages with the highest scores, best first (ties: the earlier passage
+        first)."""
         check_positive_int("k", k)
         s = self.scores(question)
         order = sorted(range(len(s)), key=lambda i: -s[i])
@@ -227,7 +232,8 @@ def make_world(n_countries, generator):
         generator: a `random.Random`.
 
     Returns:
-        ``(passages, qa)``: list of passage strings, list of (question, answer, passage index).
+        ``(passages, qa)``: list of passage strings, list of (question, answer, passage
+        index).
 
     Example:
         >>> import random
@@ -252,14 +258,17 @@ def make_world(n_countries, generator):
 class DenseRetriever:
     """A dense retriever: passages and questions embedded by a sentence encoder, ranked by cosine.
 
-    The default encoder is all-MiniLM-L6-v2 (`course_llm.bert.load_minilm`) with its WordPiece
-    vocabulary; `course_llm.bert.sentence_embeddings` mean-pools and normalises, so the dot
+    The default encoder is all-MiniLM-L6-v2 (`course_llm.bert.load_minilm`) with its
+    WordPiece
+    vocabulary; `course_llm.bert.sentence_embeddings` mean-pools and normalises, so the
+    dot
     product of two embeddings is their cosine similarity.
 
     Args:
         passages: non-empty list of strings, embedded once at construction.
         model: a `course_llm.bert.BERT` sentence encoder (default: MiniLM's weights).
-        tokenizer: its `course_llm.wordpiece.WordPieceTokenizer` (default: MiniLM's vocabulary).
+        tokenizer: its `course_llm.wordpiece.WordPieceTokenizer` (default: MiniLM's
+            vocabulary).
         batch_size: texts per forward pass.
 
     Example:
@@ -280,7 +289,8 @@ class DenseRetriever:
         self.model = load_minilm() if model is None else model
         if not isinstance(self.model, BERT):
             raise TypeError(
-                f"`model` must be a course_llm.bert.BERT, got {type(self.model).__name__}"
+                "`model` must be a course_llm.bert.BERT, got "
+                f"{type(self.model).__name__}"
             )
         self.tokenizer = (
             WordPieceTokenizer.from_vocab(minilm_path())
@@ -312,7 +322,8 @@ class DenseRetriever:
         return torch.cat(out)
 
     def scores(self, question):
-        """Cosine similarity of `question` (a string) with every passage, a list of floats."""
+        """Cosine similarity of `question` (a string) with every passage, a list of
+        floats."""
         if not isinstance(question, str):
             raise TypeError(
                 f"`question` must be a string, got {type(question).__name__}"
@@ -320,7 +331,8 @@ class DenseRetriever:
         return (self.index @ self.embed([question])[0]).tolist()
 
     def retrieve(self, question, k=1):
-        """The k passages with the highest scores, best first (ties: the earlier passage first)."""
+        """The k passages with the highest scores, best first (ties: the earlier passage
+        first)."""
         check_positive_int("k", k)
         s = self.scores(question)
         order = sorted(range(len(s)), key=lambda i: -s[i])
@@ -381,7 +393,8 @@ def qa_batch(examples, vocab):
         vocab: a `WordVocab`.
 
     Returns:
-        ``(seq, targets)``, both (B, T) long tensors; targets are -100 except at the answer.
+        ``(seq, targets)``, both (B, T) long tensors; targets are -100 except at the
+        answer.
 
     Example:
         >>> seq, targets = qa_batch([("a b ?", "c"), ("a ?", "d")], WordVocab())
@@ -399,7 +412,8 @@ def qa_batch(examples, vocab):
     for i, (p, a) in enumerate(examples):
         if not isinstance(p, str) or not isinstance(a, str) or len(a.split()) != 1:
             raise ValueError(
-                f"examples[{i}] must be (prompt str, one-word answer str), got {(p, a)!r}"
+                f"examples[{i}] must be (prompt str, one-word answer str), got "
+                f"{(p, a)!r}"
             )
     rows = [vocab.encode(p) + vocab.encode(a) for p, a in examples]
     T = max(map(len, rows))

@@ -27,7 +27,8 @@ from .rnn_cells import GRUCell, LSTMCell, RNNCell, hidden_grad_norms
 from .rnn_layers import LSTM, RNN
 from .rnn_classifier import LSTMClassifier, pad_batch
 
-# the pieces sections 3.2-3.4 build, exported from here too (`from course_llm.rnn import LSTM`)
+# the pieces sections 3.2-3.4 build, exported from here too (`from course_llm.rnn
+# import LSTM`)
 _all_ = [
     "RNNCell",
     "LSTMCell",
@@ -72,12 +73,14 @@ class FixedWindowLM(nn.Module):
         self.U = nn.Linear(d_hidden, vocab_size)
 
     def forward(self, x: Tensor) -> Tensor:
-        """Logits for the token after each full window of ``x`` (B, T): shape (B, T - n + 1, V)."""
+        """Logits for the token after each full window of ``x`` (B, T): shape (B, T - n
+        + 1, V)."""
         n = self.context_size
         check_token_ids("x", x, self.vocab_size, ndim=2)
         if x.shape[1] < n:
             raise ValueError(
-                f"x must have shape (batch, time >= context_size={n}), got {tuple(x.shape)}"
+                f"x must have shape (batch, time >= context_size={n}), got "
+                f"{tuple(x.shape)}"
             )
         e = self.E(x)  # (B, T, d)
         windows = e.unfold(1, n, 1)  # (B, T-n+1, d, n)
@@ -90,7 +93,8 @@ class FixedWindowLM(nn.Module):
 def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
     r"""Gradient clipping with threshold :math:`v`: :math:`g \leftarrow \min(1, v / \|g\|)\, g`.
 
-    :math:`g` is the concatenation of every parameter's gradient and :math:`\|g\|` its Euclidean
+    :math:`g` is the concatenation of every parameter's gradient and :math:`\|g\|` its
+    Euclidean
     norm. Gradients are scaled in place; returns :math:`\|g\|` before clipping.
 
     Example:
@@ -163,7 +167,8 @@ class RNNLM(nn.Module):
         self.U = nn.Linear(self.rnn.state_size, vocab_size)
 
     def forward(self, x: Tensor, state=None):
-        """Logits (B, T, V) for the next token at every position of ``x`` (B, T), and the final state."""
+        """Logits (B, T, V) for the next token at every position of ``x`` (B, T), and
+        the final state."""
         check_token_ids("x", x, self.vocab_size, ndim=2)
         out, state = self.rnn(self.drop(self.E(x)), state)  # (B, T, n_out)
         return self.U(self.drop(out)), state
@@ -193,9 +198,12 @@ def stream_nll(
 ) -> float:
     """Mean negative log-likelihood (nats/token) of ``ids`` (1-D) under an :class:`RNNLM`.
 
-    The text is cut into ``n_streams`` contiguous pieces evaluated in parallel; each piece is read
-    in blocks with the recurrent state carried across blocks, so every token after the first of its
-    piece is predicted from all earlier tokens of that piece. Perplexity is ``exp`` of the result.
+    The text is cut into ``n_streams`` contiguous pieces evaluated in parallel; each
+    piece is read
+    in blocks with the recurrent state carried across blocks, so every token after the
+    first of its
+    piece is predicted from all earlier tokens of that piece. Perplexity is ``exp`` of
+    the result.
 
     Example:
         >>> lm = RNNLM(5, 4, 8)

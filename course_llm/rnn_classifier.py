@@ -52,7 +52,8 @@ def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Ten
 class LSTMClassifier(nn.Module):
     """Sentiment from an LSTM: read the review, then a linear layer on the last state or pooled states.
 
-    ``pooling="last"`` uses :math:`h_L` (the state after the last real token); ``"mean"`` and
+    ``pooling="last"`` uses :math:`h_L` (the state after the last real token);
+    ``"mean"`` and
     ``"max"`` pool :math:`h_1, \\dots, h_L` over the real (unpadded) positions.
 
     Args:
@@ -89,7 +90,8 @@ class LSTMClassifier(nn.Module):
         check_choice("pooling", pooling, ("last", "mean", "max"))
         if not isinstance(padding_idx, int) or not 0 <= padding_idx < vocab_size:
             raise ValueError(
-                f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, {vocab_size}); "
+                f"`padding_idx`={padding_idx!r} is outside the vocabulary [0, "
+                f"{vocab_size}); "
                 "use the vocabulary's pad id"
             )
         check_bool("bidirectional", bidirectional)

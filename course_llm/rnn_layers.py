@@ -16,7 +16,8 @@ from .rnn_cells import LSTMCell, RNNCell
 
 # %% ../nbs/03d_rnn_layers.ipynb #fd67e0e1
 class _Recurrent(nn.Module):
-    """Shared unrolling of stacked, optionally bidirectional, recurrent layers (batch first)."""
+    """Shared unrolling of stacked, optionally bidirectional, recurrent layers (batch
+    first)."""
 
     _mode = ""
 
@@ -47,7 +48,8 @@ class _Recurrent(nn.Module):
         raise NotImplementedError
 
     def _run_direction(self, cell, x, state, mask, reverse):
-        # x: (B, T, d_in); mask: (B, T, 1) bool or None. Returns outputs (B, T, n_out), final state.
+        # x: (B, T, d_in); mask: (B, T, 1) bool or None. Returns outputs (B,
+        # T, n_out), final state.
         pre = cell.input_part(x)  # (B, T, G*n): no recurrence needed
         T = x.shape[1]
         outs = [None] * T
@@ -98,8 +100,10 @@ class _Recurrent(nn.Module):
         return inp, self._join_state(finals)
 
     def _fused_forward(self, x, init, lengths):
-        # The same recurrence through PyTorch's fused kernel (torch.lstm / torch.rnn_tanh), with
-        # our parameters: no Python loop over time. Padded batches go through a packed sequence,
+        # The same recurrence through PyTorch's fused kernel (torch.lstm /
+        # torch.rnn_tanh), with
+        # our parameters: no Python loop over time. Padded batches go through
+        # a packed sequence,
         # whose semantics are the loop's (padded steps keep the state and output zeros).
         flat = []
         for cell in self.cells:  # PyTorch's order: W_ih, W_hh, b_ih, b_hh(, W_hr)
@@ -138,7 +142,8 @@ class _Recurrent(nn.Module):
     def load_torch(self, module: nn.Module) -> "_Recurrent":
         """Copy the weights of a ``torch.nn.RNN``/``torch.nn.LSTM`` with the same configuration.
 
-        PyTorch keeps two biases per layer (``bias_ih`` and ``bias_hh``); they always appear as a
+        PyTorch keeps two biases per layer (``bias_ih`` and ``bias_hh``); they always
+        appear as a
         sum, so :math:`b` = their sum. Returns ``self``.
         """
         if type(module).__name__ != self._mode:
@@ -161,21 +166,26 @@ class _Recurrent(nn.Module):
                         continue
                     if p is None or q is None or p.shape != q.shape:
                         raise ValueError(
-                            f"shape mismatch for {theirs + sfx}: ours {None if p is None else tuple(p.shape)}, "
-                            f"torch {None if q is None else tuple(q.shape)}; build both with the same "
-                            "input_size, hidden_size, num_layers, bidirectional (and proj_size)"
+                            f"shape mismatch for {theirs + sfx}: ours "
+                            f"{None if p is None else tuple(p.shape)}, "
+                            f"torch {None if q is None else tuple(q.shape)}; build "
+                            "both with the same "
+                            "input_size, hidden_size, num_layers, bidirectional "
+                            "(and proj_size)"
                         )
                     p.copy_(q)
                 b = getattr(module, "bias_ih" + sfx) + getattr(module, "bias_hh" + sfx)
                 if b.shape != cell.b.shape:
                     raise ValueError(
-                        f"shape mismatch for bias{sfx}: ours {tuple(cell.b.shape)}, torch {tuple(b.shape)}"
+                        f"shape mismatch for bias{sfx}: ours "
+                        f"{tuple(cell.b.shape)}, torch {tuple(b.shape)}"
                     )
                 cell.b.copy_(b)
         return self
 
     def to_torch(self) -> nn.Module:
-        """A ``torch.nn.RNN``/``torch.nn.LSTM`` (``batch_first=True``) holding these weights."""
+        """A ``torch.nn.RNN``/``torch.nn.LSTM`` (``batch_first=True``) holding these
+        weights."""
         kw = dict(
             num_layers=self.num_layers,
             bidirectional=self.bidirectional,
@@ -212,9 +222,12 @@ def _where_state(m, new, old):
 class RNN(_Recurrent):
     """A stacked, optionally bidirectional, vanilla RNN built from :class:`~course_llm.rnn_cells.RNNCell` (batch first).
 
-    Same interface as ``torch.nn.RNN(..., batch_first=True)``: ``forward(x, h0=None)`` returns
-    ``output`` of shape ``(B, T, D * hidden_size)`` (D = 2 if bidirectional) and ``h_n`` of shape
-    ``(D * num_layers, B, hidden_size)``. Pass ``lengths`` for right-padded batches: padded steps
+    Same interface as ``torch.nn.RNN(..., batch_first=True)``: ``forward(x, h0=None)``
+    returns
+    ``output`` of shape ``(B, T, D * hidden_size)`` (D = 2 if bidirectional) and ``h_n``
+    of shape
+    ``(D * num_layers, B, hidden_size)``. Pass ``lengths`` for right-padded batches:
+    padded steps
     leave the state unchanged and output zeros, as a packed sequence does in PyTorch.
 
     Args:
@@ -223,8 +236,10 @@ class RNN(_Recurrent):
         num_layers: number of stacked layers; layer k+1 reads the outputs of layer k.
         bidirectional: add a right-to-left direction in every layer.
         nonlinearity: ``"tanh"`` or ``"relu"``.
-        fused: run the recurrence through PyTorch's fused kernel (fast, the default) instead
-            of the step-by-step Python loop (the teaching version); both give the same numbers.
+        fused: run the recurrence through PyTorch's fused kernel (fast, the default)
+            instead
+            of the step-by-step Python loop (the teaching version); both give the same
+            numbers.
 
     Example:
         >>> rnn = RNN(3, 4, num_layers=2, bidirectional=True)
@@ -275,7 +290,8 @@ class RNN(_Recurrent):
 class LSTM(_Recurrent):
     """A stacked, optionally bidirectional LSTM built from :class:`~course_llm.rnn_cells.LSTMCell` (batch first).
 
-    Same interface as ``torch.nn.LSTM(..., batch_first=True)``: ``forward(x, (h0, c0)=None)``
+    Same interface as ``torch.nn.LSTM(..., batch_first=True)``: ``forward(x, (h0,
+    c0)=None)``
     returns ``output`` ``(B, T, D * n_out)`` and ``(h_n, c_n)`` with shapes
     ``(D * num_layers, B, n_out)`` and ``(D * num_layers, B, hidden_size)``, where
     ``n_out = proj_size or hidden_size``. ``lengths`` handles right-padded batches.
@@ -327,13 +343,15 @@ class LSTM(_Recurrent):
             ] * n
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise TypeError(
-                "`state` must be a pair (h0, c0): an LSTM carries a hidden and a cell state"
+                "`state` must be a pair (h0, c0): an LSTM carries a hidden and a "
+                "cell state"
             )
         h0, c0 = state
         if h0.shape != (n, B, self.state_size) or c0.shape != (n, B, self.hidden_size):
             raise ValueError(
                 f"(h0, c0) must have shapes {(n, B, self.state_size)} and "
-                f"{(n, B, self.hidden_size)}, got {tuple(h0.shape)} and {tuple(c0.shape)}"
+                f"{(n, B, self.hidden_size)}, got {tuple(h0.shape)} and "
+                f"{tuple(c0.shape)}"
             )
         return list(zip(h0.unbind(0), c0.unbind(0)))
 

@@ -16,8 +16,11 @@ from .gpt import causal_lm_loss
 # %% ../nbs/12b_sft.ipynb #97face32
 def _check_id_list(name, ids):
     if not isinstance(ids, (list, tuple)) or not all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-        raise TypeError(f"`{name}` must be a list of non-negative int token ids, got {ids!r:.80}")
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids
+    ):
+        raise TypeError(
+            f"`{name}` must be a list of non-negative int token ids, got {ids!r:.80}"
+        )
 
 
 def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
@@ -29,7 +32,8 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
         ignore_index: label for positions that do not count.
 
     Returns:
-        ``(ids, labels)``, two lists of the same length (unshifted, Hugging Face convention).
+        ``(ids, labels)``, two lists of the same length (unshifted, Hugging Face
+        convention).
 
     Example:
         >>> sft_labels([5, 6], [7, 8])
@@ -38,16 +42,23 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
     for name, ids in (("prompt_ids", prompt_ids), ("response_ids", response_ids)):
         _check_id_list(name, ids)
     if not prompt_ids:
-        raise ValueError("`prompt_ids` is empty: the first response token would have nothing to be "
-                         "predicted from (give at least one prompt token, e.g. <|im_start|>)")
+        raise ValueError(
+            "`prompt_ids` is empty: the first response token would have nothing to be "
+            "predicted from (give at least one prompt token, e.g. <|im_start|>)"
+        )
     if not response_ids:
-        raise ValueError("`response_ids` is empty: an SFT example needs at least one response token")
+        raise ValueError(
+            "`response_ids` is empty: an SFT example needs at least one response token"
+        )
     check_int("ignore_index", ignore_index)
-    return list(prompt_ids) + list(response_ids), [ignore_index] * len(prompt_ids) + list(response_ids)
+    return list(prompt_ids) + list(response_ids), [ignore_index] * len(
+        prompt_ids
+    ) + list(response_ids)
 
 
 def _pieces(tokenizer, messages):
-    """(ids, is_response) per piece of the rendered chat: assistant content + <|im_end|> train."""
+    """(ids, is_response) per piece of the rendered chat: assistant content + <|im_end|>
+    train."""
     out = []
     for m in messages:
         head = f"{IM_START}{m['role']}\n"
@@ -69,7 +80,8 @@ def build_sft_example(tokenizer, messages, block_size: int, ignore_index: int = 
         ignore_index: label for positions without loss.
 
     Returns:
-        ``(ids, labels)``: two lists of ints; ``tokenizer.decode(ids) == render_chat(messages)``.
+        ``(ids, labels)``: two lists of ints; ``tokenizer.decode(ids) ==
+        render_chat(messages)``.
 
     Example:
         >>> from course_llm.tokenizers import BPETokenizer
@@ -79,25 +91,36 @@ def build_sft_example(tokenizer, messages, block_size: int, ignore_index: int = 
         >>> tok.decode([i for i, l in zip(ids, labels) if l != -100])
         'b<|im_end|>'
     """
-    render_chat(messages)                                # validates roles and contents
+    render_chat(messages)  # validates roles and contents
     check_positive_int("block_size", block_size)
     check_int("ignore_index", ignore_index)
-    if IM_START not in tokenizer.special_tokens or IM_END not in tokenizer.special_tokens:
-        raise ValueError("tokenizer lacks <|im_start|>/<|im_end|>; call course_llm.chat.add_special_tokens")
+    if (
+        IM_START not in tokenizer.special_tokens
+        or IM_END not in tokenizer.special_tokens
+    ):
+        raise ValueError(
+            "tokenizer lacks <|im_start|>/<|im_end|>; call "
+            "course_llm.chat.add_special_tokens"
+        )
     ids, labels = [], []
     for piece, is_response in _pieces(tokenizer, messages):
         ids += piece
         labels += piece if is_response else [ignore_index] * len(piece)
     if len(ids) > block_size:
-        raise ValueError(f"conversation has {len(ids)} tokens > block_size={block_size}; shorten it "
-                         f"with truncate_conversation(messages, tokenizer, block_size)")
+        raise ValueError(
+            f"conversation has {len(ids)} tokens > block_size={block_size}; shorten it "
+            f"with truncate_conversation(messages, tokenizer, block_size)"
+        )
     return ids, labels
 
 # %% ../nbs/12b_sft.ipynb #23503f7e
-def truncate_conversation(messages, tokenizer, block_size: int, add_generation_prompt: bool = True):
+def truncate_conversation(
+    messages, tokenizer, block_size: int, add_generation_prompt: bool = True
+):
     """Drop the oldest turns (after a leading system message) until the chat fits `block_size`.
 
-    The system message and the last user turn (with anything after it) are never dropped; if
+    The system message and the last user turn (with anything after it) are never
+    dropped; if
     they alone do not fit, a ``ValueError`` is raised instead of silently losing them.
 
     Args:
@@ -117,20 +140,24 @@ def truncate_conversation(messages, tokenizer, block_size: int, add_generation_p
         >>> truncate_conversation(msgs, tok, 24)
         [{'role': 'user', 'content': 'a'}]
     """
-    render_chat(messages)                                # validates roles and contents
+    render_chat(messages)  # validates roles and contents
     check_positive_int("block_size", block_size)
     check_bool("add_generation_prompt", add_generation_prompt)
-    n = lambda ms: len(tokenizer.encode(render_chat(ms, add_generation_prompt), allowed_special="all"))
+    n = lambda ms: len(
+        tokenizer.encode(render_chat(ms, add_generation_prompt), allowed_special="all")
+    )
     system = list(messages[:1]) if messages and messages[0]["role"] == "system" else []
-    rest = list(messages[len(system):])
+    rest = list(messages[len(system) :])
     users = [i for i, m in enumerate(rest) if m["role"] == "user"]
     last = users[-1] if users else 0
     for start in range(0, last + 1):
         if n(system + rest[start:]) <= block_size:
             return system + rest[start:]
-    raise ValueError(f"the system message and the last user turn need "
-                     f"{n(system + rest[last:])} tokens > block_size={block_size}; shorten them or "
-                     f"raise block_size")
+    raise ValueError(
+        f"the system message and the last user turn need "
+        f"{n(system + rest[last:])} tokens > block_size={block_size}; shorten them or "
+        f"raise block_size"
+    )
 
 # %% ../nbs/12b_sft.ipynb #f89f8ad0
 def sft_loss(logits, labels, ignore_index: int = -100):
@@ -151,81 +178,194 @@ def sft_loss(logits, labels, ignore_index: int = -100):
     """
     check_tensor("logits", logits, ndim=3, dtype="float")
     if logits.numel() == 0:
-        raise ValueError(f"`logits` is empty, shape {tuple(logits.shape)}: need (batch, T, vocab_size) "
-                         f"with every size >= 1")
+        raise ValueError(
+            f"`logits` is empty, shape {tuple(logits.shape)}: need (batch, T, "
+            "vocab_size) "
+            f"with every size >= 1"
+        )
     if not bool(torch.isfinite(logits).all()):
-        raise ValueError("`logits` holds NaN or inf; the loss would be NaN (check the model and the "
-                         "learning rate)")
+        raise ValueError(
+            "`logits` holds NaN or inf; the loss would be NaN (check the model and the "
+            "learning rate)"
+        )
     check_tensor("labels", labels, shape=tuple(logits.shape[:2]), dtype="int")
     check_int("ignore_index", ignore_index)
-    real = labels[:, 1:][labels[:, 1:] != ignore_index]                   # predicted positions
+    real = labels[:, 1:][labels[:, 1:] != ignore_index]  # predicted positions
     if real.numel() == 0:
-        raise ValueError("every label is `ignore_index`: no response token to learn from (the mean "
-                         "would be NaN); check the labels of build_sft_example")
+        raise ValueError(
+            "every label is `ignore_index`: no response token to learn from (the mean "
+            "would be NaN); check the labels of build_sft_example"
+        )
     if int(real.min()) < 0 or int(real.max()) >= logits.size(-1):
-        raise ValueError(f"`labels` hold ids in [{int(real.min())}, {int(real.max())}] outside the "
-                         f"vocabulary of {logits.size(-1)} logits (and not ignore_index={ignore_index})")
+        raise ValueError(
+            f"`labels` hold ids in [{int(real.min())}, {int(real.max())}] outside the "
+            f"vocabulary of {logits.size(-1)} logits (and not "
+            f"ignore_index={ignore_index})"
+        )
     return causal_lm_loss(logits, labels, ignore_index=ignore_index)
 
 # %% ../nbs/12b_sft.ipynb #953a82a3
-CAPITALS = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Germany": "Berlin",
-            "Japan": "Tokyo", "Egypt": "Cairo", "Peru": "Lima", "Kenya": "Nairobi",
-            "Norway": "Oslo", "Greece": "Athens", "Cuba": "Havana", "Chile": "Santiago",
-            "Poland": "Warsaw", "Russia": "Moscow", "China": "Beijing", "Canada": "Ottawa"}
-ANTONYMS = {"hot": "cold", "big": "small", "up": "down", "fast": "slow", "happy": "sad",
-            "light": "dark", "open": "closed", "early": "late", "full": "empty", "old": "new",
-            "hard": "soft", "rich": "poor", "wet": "dry", "high": "low", "long": "short",
-            "loud": "quiet"}
-WORDS = ("cat", "dog", "sun", "tree", "book", "fish", "bird", "milk", "rain", "star", "moon",
-         "lamp", "door", "ship", "frog", "cake", "road", "leaf", "king", "wolf", "sand", "bell",
-         "coin", "nest")
+CAPITALS = {
+    "France": "Paris",
+    "Italy": "Rome",
+    "Spain": "Madrid",
+    "Germany": "Berlin",
+    "Japan": "Tokyo",
+    "Egypt": "Cairo",
+    "Peru": "Lima",
+    "Kenya": "Nairobi",
+    "Norway": "Oslo",
+    "Greece": "Athens",
+    "Cuba": "Havana",
+    "Chile": "Santiago",
+    "Poland": "Warsaw",
+    "Russia": "Moscow",
+    "China": "Beijing",
+    "Canada": "Ottawa",
+}
+ANTONYMS = {
+    "hot": "cold",
+    "big": "small",
+    "up": "down",
+    "fast": "slow",
+    "happy": "sad",
+    "light": "dark",
+    "open": "closed",
+    "early": "late",
+    "full": "empty",
+    "old": "new",
+    "hard": "soft",
+    "rich": "poor",
+    "wet": "dry",
+    "high": "low",
+    "long": "short",
+    "loud": "quiet",
+}
+WORDS = (
+    "cat",
+    "dog",
+    "sun",
+    "tree",
+    "book",
+    "fish",
+    "bird",
+    "milk",
+    "rain",
+    "star",
+    "moon",
+    "lamp",
+    "door",
+    "ship",
+    "frog",
+    "cake",
+    "road",
+    "leaf",
+    "king",
+    "wolf",
+    "sand",
+    "bell",
+    "coin",
+    "nest",
+)
 
-# name: (inputs, answer(input) -> str, phrasings); an input is a word or a pair (a, b) of numbers.
+# name: (inputs, answer(input) -> str, phrasings); an input is a word or a pair (a, b)
+# of numbers.
 # The LAST phrasings of each task are the ones `instruction_data` holds out.
 INSTRUCTION_TASKS = {
-    "capital": (tuple(CAPITALS), CAPITALS.__getitem__,
-                ("Name the capital city of {x}.", "Which city is the capital of {x}?",
-                 "Tell me the capital of {x}.", "What is the capital of {x}?")),
-    "antonym": (tuple(ANTONYMS), ANTONYMS.__getitem__,
-                ("Give an antonym of {x}.", "Name the opposite of {x}.",
-                 "Which word means the opposite of {x}?", "What is the opposite of {x}?")),
-    "reverse": (WORDS, lambda w: w[::-1],
-                ("Reverse the word {x}.", "Spell {x} backwards.", "Write {x} in reverse order.",
-                 "What is {x} reversed?")),
-    "uppercase": (WORDS, str.upper,
-                  ("Write {x} in capital letters.", "Convert {x} to uppercase.",
-                   "Uppercase the word {x}.", "What is {x} in upper case?")),
-    "count_letters": (WORDS, lambda w: str(len(w)),
-                      ("Count the letters of {x}.", "How many letters does {x} have?",
-                       "Give the number of letters in {x}.", "How many letters are in {x}?")),
-    "add": (tuple((a, b) for a in range(10) for b in range(10)), lambda ab: str(ab[0] + ab[1]),
-            ("Add {a} and {b}.", "Compute {a} + {b}.", "What is the sum of {a} and {b}?",
-             "What is {a} plus {b}?")),
+    "capital": (
+        tuple(CAPITALS),
+        CAPITALS.__getitem__,
+        (
+            "Name the capital city of {x}.",
+            "Which city is the capital of {x}?",
+            "Tell me the capital of {x}.",
+            "What is the capital of {x}?",
+        ),
+    ),
+    "antonym": (
+        tuple(ANTONYMS),
+        ANTONYMS.__getitem__,
+        (
+            "Give an antonym of {x}.",
+            "Name the opposite of {x}.",
+            "Which word means the opposite of {x}?",
+            "What is the opposite of {x}?",
+        ),
+    ),
+    "reverse": (
+        WORDS,
+        lambda w: w[::-1],
+        (
+            "Reverse the word {x}.",
+            "Spell {x} backwards.",
+            "Write {x} in reverse order.",
+            "What is {x} reversed?",
+        ),
+    ),
+    "uppercase": (
+        WORDS,
+        str.upper,
+        (
+            "Write {x} in capital letters.",
+            "Convert {x} to uppercase.",
+            "Uppercase the word {x}.",
+            "What is {x} in upper case?",
+        ),
+    ),
+    "count_letters": (
+        WORDS,
+        lambda w: str(len(w)),
+        (
+            "Count the letters of {x}.",
+            "How many letters does {x} have?",
+            "Give the number of letters in {x}.",
+            "How many letters are in {x}?",
+        ),
+    ),
+    "add": (
+        tuple((a, b) for a in range(10) for b in range(10)),
+        lambda ab: str(ab[0] + ab[1]),
+        (
+            "Add {a} and {b}.",
+            "Compute {a} + {b}.",
+            "What is the sum of {a} and {b}?",
+            "What is {a} plus {b}?",
+        ),
+    ),
 }
 
 
 def _fields(x):
-    """Template fields of a task input: {x} for a word, {a} and {b} for a pair of numbers."""
+    """Template fields of a task input: {x} for a word, {a} and {b} for a pair of
+    numbers."""
     return {"a": x[0], "b": x[1]} if isinstance(x, tuple) else {"x": x}
 
 
-def instruction_data(tasks=None, heldout_phrasings: int = 1, heldout_every: int = 4, seed: int = 0):
+def instruction_data(
+    tasks=None, heldout_phrasings: int = 1, heldout_every: int = 4, seed: int = 0
+):
     """FLAN/T0-style instruction data: every task input rendered with several phrasings, as chats.
 
-    Each example is one user turn (a phrasing of a task filled with an input) and one assistant
+    Each example is one user turn (a phrasing of a task filled with an input) and one
+    assistant
     turn (the answer). The last `heldout_phrasings` phrasings of each task and every
-    `heldout_every`-th input (indices ``heldout_every - 1, 2 * heldout_every - 1, ...``) never
-    appear in the training split; every example that uses one of them is in the test split.
+    `heldout_every`-th input (indices ``heldout_every - 1, 2 * heldout_every - 1, ...``)
+    never
+    appear in the training split; every example that uses one of them is in the test
+    split.
 
     Args:
         tasks: names from `INSTRUCTION_TASKS` (None = all six).
-        heldout_phrasings: phrasings per task kept for testing, in ``[0, phrasings - 1]``.
+        heldout_phrasings: phrasings per task kept for testing, in ``[0, phrasings -
+            1]``.
         heldout_every: hold out every n-th input (an int >= 2), or 0 for none.
         seed: shuffles the training split.
 
     Returns:
-        ``(train, test)``: lists of dicts with keys ``task``, ``input``, ``heldout`` (``""`` in
-        train; ``"phrasing"``, ``"input"`` or ``"both"`` in test) and ``messages`` (a chat for
+        ``(train, test)``: lists of dicts with keys ``task``, ``input``, ``heldout``
+        (``""`` in
+        train; ``"phrasing"``, ``"input"`` or ``"both"`` in test) and ``messages`` (a
+        chat for
         `render_chat`).
 
     Example:
@@ -233,49 +373,73 @@ def instruction_data(tasks=None, heldout_phrasings: int = 1, heldout_every: int 
         >>> len(train), len(test)
         (36, 28)
         >>> [e["messages"] for e in test if e["input"] == "France"]
-        [[{'role': 'user', 'content': 'What is the capital of France?'}, {'role': 'assistant', 'content': 'Paris'}]]
+        [[{'role': 'user', 'content': 'What is the capital of France?'}, {'role':
+        'assistant', 'content': 'Paris'}]]
     """
     names = list(INSTRUCTION_TASKS) if tasks is None else tasks
     if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
-        raise TypeError(f"tasks must be a non-empty list of names from {list(INSTRUCTION_TASKS)}, "
-                        f"got {tasks!r}")
+        raise TypeError(
+            f"tasks must be a non-empty list of names from {list(INSTRUCTION_TASKS)}, "
+            f"got {tasks!r}"
+        )
     for name in names:
         if name not in INSTRUCTION_TASKS:
-            raise ValueError(f"unknown task {name!r} in tasks; choose from {list(INSTRUCTION_TASKS)}")
+            raise ValueError(
+                f"unknown task {name!r} in tasks; choose from {list(INSTRUCTION_TASKS)}"
+            )
     n_phr = min(len(INSTRUCTION_TASKS[name][2]) for name in names)
-    if isinstance(heldout_phrasings, bool) or not isinstance(heldout_phrasings, int) \
-            or not 0 <= heldout_phrasings < n_phr:
-        raise ValueError(f"heldout_phrasings must be an int in [0, {n_phr - 1}] so that every task "
-                         f"keeps a training phrasing, got {heldout_phrasings!r}")
-    if isinstance(heldout_every, bool) or not isinstance(heldout_every, int) or heldout_every < 0 \
-            or heldout_every == 1:
-        raise ValueError(f"heldout_every must be 0 (no held-out inputs) or an int >= 2, "
-                         f"got {heldout_every!r}")
+    if (
+        isinstance(heldout_phrasings, bool)
+        or not isinstance(heldout_phrasings, int)
+        or not 0 <= heldout_phrasings < n_phr
+    ):
+        raise ValueError(
+            f"heldout_phrasings must be an int in [0, {n_phr - 1}] so that every task "
+            f"keeps a training phrasing, got {heldout_phrasings!r}"
+        )
+    if (
+        isinstance(heldout_every, bool)
+        or not isinstance(heldout_every, int)
+        or heldout_every < 0
+        or heldout_every == 1
+    ):
+        raise ValueError(
+            f"heldout_every must be 0 (no held-out inputs) or an int >= 2, "
+            f"got {heldout_every!r}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     train, test = [], []
     for name in dict.fromkeys(names):
         inputs, answer, phrasings = INSTRUCTION_TASKS[name]
-        new_inputs = set(inputs[heldout_every - 1::heldout_every]) if heldout_every else set()
+        new_inputs = (
+            set(inputs[heldout_every - 1 :: heldout_every]) if heldout_every else set()
+        )
         for j, phrasing in enumerate(phrasings):
             new_phrasing = j >= len(phrasings) - heldout_phrasings
             for x in inputs:
-                held = {(False, False): "", (True, False): "phrasing", (False, True): "input",
-                        (True, True): "both"}[new_phrasing, x in new_inputs]
-                chat = [{"role": "user", "content": phrasing.format(**_fields(x))},
-                        {"role": "assistant", "content": answer(x)}]
-                (test if held else train).append({"task": name, "input": x, "heldout": held,
-                                                  "messages": chat})
+                held = {
+                    (False, False): "",
+                    (True, False): "phrasing",
+                    (False, True): "input",
+                    (True, True): "both",
+                }[new_phrasing, x in new_inputs]
+                chat = [
+                    {"role": "user", "content": phrasing.format(**_fields(x))},
+                    {"role": "assistant", "content": answer(x)},
+                ]
+                (test if held else train).append(
+                    {"task": name, "input": x, "heldout": held, "messages": chat}
+                )
     random.Random(seed).shuffle(train)
     return train, test
-
-
 
 # %% ../nbs/12b_sft.ipynb #a70bbde2
 def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None):
     """Right-pad `(ids, labels)` pairs (from `build_sft_example`) into two (batch, T) tensors.
 
-    Padding goes at the end, with label `ignore_index`: a causal model never lets a position see
+    Padding goes at the end, with label `ignore_index`: a causal model never lets a
+    position see
     later ones, so the pads change neither the logits nor the loss of the real tokens.
 
     Args:
@@ -298,14 +462,20 @@ def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None
     check_int("pad_id", pad_id, min=0)
     check_int("ignore_index", ignore_index)
     for k, ex in enumerate(examples):
-        if not isinstance(ex, (list, tuple)) or len(ex) != 2 or len(ex[0]) != len(ex[1]):
-            raise ValueError(f"examples[{k}] must be a pair (ids, labels) of equal length; "
-                             f"build it with build_sft_example")
+        if (
+            not isinstance(ex, (list, tuple))
+            or len(ex) != 2
+            or len(ex[0]) != len(ex[1])
+        ):
+            raise ValueError(
+                f"examples[{k}] must be a pair (ids, labels) of equal length; "
+                f"build it with build_sft_example"
+            )
         _check_id_list(f"examples[{k}] ids", ex[0])
     T = max(len(ids) for ids, _ in examples)
     ids = [list(i) + [pad_id] * (T - len(i)) for i, _ in examples]
     labels = [list(l) + [ignore_index] * (T - len(l)) for _, l in examples]
-    return (torch.tensor(ids, dtype=torch.long, device=device),
-            torch.tensor(labels, dtype=torch.long, device=device))
-
-
+    return (
+        torch.tensor(ids, dtype=torch.long, device=device),
+        torch.tensor(labels, dtype=torch.long, device=device),
+    )

@@ -30,7 +30,8 @@ def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
             )
         if not bool(torch.isfinite(z).all()):
             raise ValueError(
-                f"`{name}` holds NaN or inf; the loss would be NaN (check the encoder's "
+                f"`{name}` holds NaN or inf; the loss would be NaN (check the "
+                "encoder's "
                 f"outputs and the learning rate)"
             )
     check_same_shape(names[0], z1, names[1], z2)
@@ -123,7 +124,8 @@ def clip_loss(image_emb, text_emb, logit_scale):
     Args:
         image_emb: (N, dim) image embeddings (normalised inside).
         text_emb: (N, dim) text embeddings (normalised inside).
-        logit_scale: the multiplier e^t of the cosine similarities (a positive float or 0-d tensor).
+        logit_scale: the multiplier e^t of the cosine similarities (a positive float or
+            0-d tensor).
 
     Returns:
         (CE(S, diag) + CE(S^T, diag)) / 2, a scalar.
@@ -138,12 +140,14 @@ def clip_loss(image_emb, text_emb, logit_scale):
         logit_scale, bool
     ):
         raise TypeError(
-            f"`logit_scale` must be a positive float or a 0-d tensor, got {type(logit_scale).__name__}"
+            "`logit_scale` must be a positive float or a 0-d tensor, got "
+            f"{type(logit_scale).__name__}"
         )
     scale = torch.as_tensor(logit_scale)
     if scale.ndim != 0 or not bool(torch.isfinite(scale)) or not bool(scale > 0):
         raise ValueError(
-            f"`logit_scale` must be one finite positive number (it is exp(t)), got {logit_scale}"
+            "`logit_scale` must be one finite positive number (it is exp(t)), got "
+            f"{logit_scale}"
         )
     S = (
         logit_scale * F.normalize(image_emb, dim=1) @ F.normalize(text_emb, dim=1).T
@@ -237,7 +241,8 @@ class TextEncoder(nn.Module):
         unknown = {w for ws in words for w in ws if w not in self.stoi}
         if unknown:
             raise ValueError(
-                f"unknown words {sorted(unknown)}; build the encoder with them in `vocab`"
+                f"unknown words {sorted(unknown)}; build the encoder with them in "
+                "`vocab`"
             )
         L = max(map(len, words))
         if L > self.pos_emb.size(1) or min(map(len, words)) == 0:
@@ -297,7 +302,8 @@ class CLIP(nn.Module):
         """The CLIP loss of a batch of matching (image, caption) pairs."""
         if len(images) != len(texts):
             raise ValueError(
-                f"`images` ({len(images)}) and `texts` ({len(texts)}) must pair up one to one"
+                f"`images` ({len(images)}) and `texts` ({len(texts)}) must pair up "
+                "one to one"
             )
         return clip_loss(
             self.encode_image(images), self.encode_text(texts), self.logit_scale()

@@ -85,9 +85,12 @@ def relative_position_bucket(
 class T5Config:
     """Hyperparameters of a T5 model, with the course's common names (see `TransformerConfig`).
 
-    `transformers.T5Config` calls them d_kv (`d_head`), num_layers (`n_layer`), num_heads
-    (`n_head`), layer_norm_epsilon (`norm_eps`) and tie_word_embeddings (`tie_weights`). The
-    previous names of this class (`d_kv`, `n_layers`, `n_decoder_layers`, `n_heads`, `eps`,
+    `transformers.T5Config` calls them d_kv (`d_head`), num_layers (`n_layer`),
+    num_heads
+    (`n_head`), layer_norm_epsilon (`norm_eps`) and tie_word_embeddings (`tie_weights`).
+    The
+    previous names of this class (`d_kv`, `n_layers`, `n_decoder_layers`, `n_heads`,
+    `eps`,
     `tie_word_embeddings`) are accepted as keywords and attributes for one release.
 
     Example:
@@ -144,10 +147,14 @@ class T5Config:
     def block_config(self, decoder):
         """The `TransformerConfig` of an encoder (or decoder) layer.
 
-        T5's blocks are pre-norm with RMSNorm, have no biases, and do not scale the scores by
-        1/sqrt(d_head) (`attention_scale=1`: the scaling is folded into the initialisation).
-        Positions enter as the relative bias, which `T5` adds to the self-attention scores
-        through the block's float `mask`. A decoder block is causal and has cross-attention.
+        T5's blocks are pre-norm with RMSNorm, have no biases, and do not scale the
+        scores by
+        1/sqrt(d_head) (`attention_scale=1`: the scaling is folded into the
+        initialisation).
+        Positions enter as the relative bias, which `T5` adds to the self-attention
+        scores
+        through the block's float `mask`. A decoder block is causal and has
+        cross-attention.
         """
         return TransformerConfig(
             d_model=self.d_model,
@@ -169,7 +176,8 @@ class T5Config:
 
 # %% ../nbs/10_t5.ipynb #689d745d
 class RelativeBias(nn.Module):
-    """Learned per-head bias b[h, bucket(j - i)] added to attention scores, shape (1, H, L, S)."""
+    """Learned per-head bias b[h, bucket(j - i)] added to attention scores, shape (1, H,
+    L, S)."""
 
     def __init__(self, config, bidirectional):
         super().__init__()
@@ -192,8 +200,10 @@ class RelativeBias(nn.Module):
 def cross_attention(attn, x, context, mask=None, cache=None):
     """Cross-attention from decoder states `x` to encoder states `context` with a `MultiHeadAttention`.
 
-    The same as ``attn(x, context=context, mask=mask, cache=cache)``: with a `CrossCache`
-    (from `course_llm.attention`), the keys and values W^K z, W^V z are computed on the first
+    The same as ``attn(x, context=context, mask=mask, cache=cache)``: with a
+    `CrossCache`
+    (from `course_llm.attention`), the keys and values W^K z, W^V z are computed on the
+    first
     call only.
 
     Example:
@@ -216,7 +226,8 @@ def cross_attention(attn, x, context, mask=None, cache=None):
 def EncoderLayer(config):
     """A T5 encoder layer: `TransformerBlock(config.block_config(decoder=False))`.
 
-    Pre-norm: x + SelfAttn(norm x), then x + FFN(norm x). The old class name, kept for one
+    Pre-norm: x + SelfAttn(norm x), then x + FFN(norm x). The old class name, kept for
+    one
     release; the layer is the course's one block.
 
     Example:
@@ -230,7 +241,8 @@ def DecoderLayer(config):
     """A T5 decoder layer: causal self-attention, cross-attention, FFN (`TransformerBlock`).
 
     The old class name, kept for one release. Call it as a block:
-    ``layer(y, mask=bias, context=z, context_mask=z_mask, cache=..., context_cache=...)``.
+    ``layer(y, mask=bias, context=z, context_mask=z_mask, cache=...,
+    context_cache=...)``.
 
     Example:
         >>> layer = DecoderLayer(T5Config(d_model=16, d_head=4, d_ff=32, n_head=2))
@@ -294,7 +306,8 @@ class T5(nn.Module):
         if ids.size(1) > self.config.max_len:
             raise ValueError(
                 f"`{name}` has length {ids.size(1)}, longer than the {window} window "
-                f"max_len={self.config.max_len}; truncate it or build the model with a larger `max_len`"
+                f"max_len={self.config.max_len}; truncate it or build the model "
+                "with a larger `max_len`"
             )
 
     def _check_mask(self, attention_mask, batch, length):
@@ -303,12 +316,15 @@ class T5(nn.Module):
             or tuple(attention_mask.shape) != (batch, length)
         ):
             raise ValueError(
-                f"`attention_mask` must have the shape ({batch}, {length}) of the encoder input "
-                f"(1 = token, 0 = padding), got {getattr(attention_mask, 'shape', type(attention_mask))}"
+                f"`attention_mask` must have the shape ({batch}, {length}) of the "
+                "encoder input "
+                "(1 = token, 0 = padding), got "
+                f"{getattr(attention_mask, 'shape', type(attention_mask))}"
             )
 
     def encode(self, input_ids, attention_mask=None):
-        """Encoder states (B, S, d_model) of `input_ids` (B, S); `attention_mask` 1 = token, 0 = pad."""
+        """Encoder states (B, S, d_model) of `input_ids` (B, S); `attention_mask` 1 =
+        token, 0 = pad."""
         self._check(input_ids, "input_ids", "encoder")
         self._check_mask(attention_mask, *input_ids.shape)
         x = self.shared(input_ids)
@@ -321,7 +337,8 @@ class T5(nn.Module):
         return self.enc_norm(x)
 
     def decode(self, decoder_input_ids, z, attention_mask=None, caches=None):
-        """Logits (B, T, vocab) given encoder states `z`; `caches` from `new_caches` for step-by-step decoding."""
+        """Logits (B, T, vocab) given encoder states `z`; `caches` from `new_caches` for
+        step-by-step decoding."""
         self._check(decoder_input_ids, "decoder_input_ids", "decoder")
         if (
             not torch.is_tensor(z)
@@ -330,12 +347,14 @@ class T5(nn.Module):
             or z.size(-1) != self.config.d_model
         ):
             raise ValueError(
-                f"`z` must have shape ({decoder_input_ids.size(0)}, S, {self.config.d_model}), "
+                f"`z` must have shape ({decoder_input_ids.size(0)}, S, "
+                f"{self.config.d_model}), "
                 f"got {tuple(getattr(z, 'shape', ()))}"
             )
         if z.size(1) > self.config.max_len:
             raise ValueError(
-                f"`z` has {z.size(1)} encoder positions, longer than the encoder window "
+                f"`z` has {z.size(1)} encoder positions, longer than the encoder "
+                "window "
                 f"max_len={self.config.max_len}; encode at most max_len tokens"
             )
         self._check_mask(attention_mask, z.size(0), z.size(1))
@@ -344,8 +363,10 @@ class T5(nn.Module):
         start = 0 if caches is None else caches[0][0].length
         if start + T > self.config.max_len:
             raise ValueError(
-                f"`decoder_input_ids` brings the decoder to length {start + T} ({start} cached + "
-                f"{T} new), longer than the decoder window max_len={self.config.max_len}; "
+                f"`decoder_input_ids` brings the decoder to length {start + T} "
+                f"({start} cached + "
+                f"{T} new), longer than the decoder window "
+                f"max_len={self.config.max_len}; "
                 f"decode fewer tokens or build the model with a larger `max_len`"
             )
         bias = self.dec_bias(T, start + T, offset=start)  # (1, H, T, start + T)
@@ -386,8 +407,10 @@ class T5(nn.Module):
     def from_hf(cls, model):
         """Build a `T5` with the weights of a `transformers.T5ForConditionalGeneration`.
 
-        v1.0 models tie the output layer to the embedding and scale the decoder output by
-        d_model**-0.5; v1.1 models (``tie_word_embeddings=False``; transformers 5 records it as
+        v1.0 models tie the output layer to the embedding and scale the decoder output
+        by
+        d_model**-0.5; v1.1 models (``tie_word_embeddings=False``; transformers 5
+        records it as
         ``scale_decoder_outputs``) have their own `lm_head` and no scaling.
         """
         if type(model).__name__ != "T5ForConditionalGeneration":
@@ -452,7 +475,8 @@ def load_hf_weights(m, model):
     """Copy the weights of a `transformers.T5ForConditionalGeneration` into our `T5` `m`.
 
     Hugging Face's T5 block is a list of sub-layers: layer[0] self-attention, layer[1]
-    cross-attention (decoder only), then the FFN, each with its own RMSNorm; ours are the
+    cross-attention (decoder only), then the FFN, each with its own RMSNorm; ours are
+    the
     `TransformerBlock`'s `attn`/`norm1`, `cross_attn`/`norm_cross`, `ffn`/`norm2`.
     """
     c = m.config
@@ -484,7 +508,8 @@ def load_hf_weights(m, model):
         _copy(m.lm_head.weight, model.lm_head.weight)
     elif not torch.equal(model.lm_head.weight, model.shared.weight):
         raise ValueError(
-            "the model scales decoder outputs (tied v1.0) but its lm_head differs from its embedding"
+            "the model scales decoder outputs (tied v1.0) but its lm_head differs "
+            "from its embedding"
         )
     return m
 
@@ -511,7 +536,8 @@ def greedy_decode(
     if max_new_tokens > model.config.max_len:
         raise ValueError(
             f"`max_new_tokens` ({max_new_tokens}) exceeds the decoder window "
-            f"max_len={model.config.max_len}; ask for at most {model.config.max_len} tokens"
+            f"max_len={model.config.max_len}; ask for at most "
+            f"{model.config.max_len} tokens"
         )
     z = model.encode(input_ids, attention_mask)
     out = torch.full(

@@ -62,7 +62,8 @@ class CharTokenizer:
         return self.stoi[token]
 
     def encode(self, text: str) -> list:
-        """Map every character of `text` to its id; unknown characters raise ``ValueError``."""
+        """Map every character of `text` to its id; unknown characters raise
+        ``ValueError``."""
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a str, got {type(text).__name__}")
         try:
@@ -78,7 +79,8 @@ class CharTokenizer:
         return "".join(self.itos[i] for i in check_id_list("ids", ids, len(self.itos)))
 
     def one_hot(self, ids):
-        """Version 1: the one-hot matrix of `ids`, shape ``(len(ids), vocab_size)``, float32."""
+        """Version 1: the one-hot matrix of `ids`, shape ``(len(ids), vocab_size)``,
+        float32."""
         import torch
 
         ids = torch.as_tensor(
@@ -96,10 +98,14 @@ WORD_PATTERN = r"\w+|[^\w\s]"
 class WordTokenizer:
     """Word-level tokenizer with special tokens, ``<UNK>`` and a frequency cut-off.
 
-    Text is split into words and single punctuation marks with :data:`WORD_PATTERN`. Words seen at
-    least `min_freq` times in the training text form the vocabulary (most frequent first, ties in
-    alphabetical order), after the special tokens. Other words encode to ``<UNK>``. Decoding joins
-    the words with single spaces, so it is **not** the inverse of encoding: spacing, and every
+    Text is split into words and single punctuation marks with :data:`WORD_PATTERN`.
+    Words seen at
+    least `min_freq` times in the training text form the vocabulary (most frequent
+    first, ties in
+    alphabetical order), after the special tokens. Other words encode to ``<UNK>``.
+    Decoding joins
+    the words with single spaces, so it is **not** the inverse of encoding: spacing, and
+        every
     unknown word, is lost.
 
     Args:

@@ -22,9 +22,11 @@ from course_llm.trainer import (
     plot_history,
 )
 
-# Re-exported, so that `from course_llm.train import Trainer` and the like keep working; not in
+# Re-exported, so that `from course_llm.train import Trainer` and the like keep
+# working; not in
 # `__all__`, so that the API reference documents each name once, in its own module.
-# autocast_dtype, TrainConfig, NonFiniteLossError, Trainer, plot_history, setup_distributed,
+# autocast_dtype, TrainConfig, NonFiniteLossError, Trainer, plot_history,
+# setup_distributed,
 # save_weights, load_weights, latest_checkpoint, cosine_schedule, param_groups.
 
 # %% auto #0
@@ -56,10 +58,13 @@ def build_model(
 ) -> nn.Module:
     """Build the model that ``--model``, ``--model-kwargs``, ``--model-config`` and ``--config-class`` name.
 
-    Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the fields of a
+    Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the
+    fields of a
     configuration dataclass, e.g. chapter 07's ``GPTConfig``) it is
-    ``FACTORY(CONFIG(**config), **kwargs)``, where CONFIG is `config_class` (``MODULE:NAME``;
-    NAME may be a dotted class method such as ``GPTConfig.llama_style``) or, by default, the
+    ``FACTORY(CONFIG(**config), **kwargs)``, where CONFIG is `config_class`
+    (``MODULE:NAME``;
+    NAME may be a dotted class method such as ``GPTConfig.llama_style``) or, by default,
+    the
     class called FACTORY + ``Config`` in FACTORY's module (``course_llm.gpt:GPT`` ->
     ``course_llm.gpt:GPTConfig``).
 
@@ -70,9 +75,11 @@ def build_model(
         config_class: ``MODULE:NAME`` of the configuration class or constructor.
 
     Raises:
-        ValueError: a spec is malformed or names nothing, or no default configuration class
+        ValueError: a spec is malformed or names nothing, or no default configuration
+            class
             exists (pass `config_class`).
-        TypeError: `kwargs` or `config` is not a dict, or the factory did not return an ``nn.Module``.
+        TypeError: `kwargs` or `config` is not a dict, or the factory did not return an
+            ``nn.Module``.
 
     Example:
         >>> m = build_model("course_llm.gpt:GPT", config=dict(vocab_size=65, block_size=32, n_layer=1,
@@ -133,14 +140,20 @@ def _json_object(flag: str, text: str) -> dict:
 def main(argv=None) -> dict:
     """Command line: train a model with :class:`Trainer`, on one process or many under ``torchrun``.
 
-    ``python -m course_llm.train --model MODULE:FACTORY --model-kwargs JSON --train-config JSON
-    --out DIR`` with either ``--corpus shakespeare`` (characters as tokens; ``vocab_size`` is
+    ``python -m course_llm.train --model MODULE:FACTORY --model-kwargs JSON
+    --train-config JSON
+    --out DIR`` with either ``--corpus shakespeare`` (characters as tokens;
+    ``vocab_size`` is
     added to the model's arguments) or ``--train-ids``/``--val-ids`` (files written with
-    ``torch.save`` of 1-D id tensors). For a model built from a configuration object, such as
+    ``torch.save`` of 1-D id tensors). For a model built from a configuration object,
+    such as
     ``--model course_llm.gpt:GPT``, give its fields with ``--model-config JSON`` (see
-    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from the
-    training configuration) are filled in when the JSON leaves them out. ``torchrun --nproc_per_node=N -m course_llm.train ...``
-    runs the same script as N data-parallel processes. ``--resume`` continues from the latest
+    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from
+    the
+    training configuration) are filled in when the JSON leaves them out. ``torchrun
+    --nproc_per_node=N -m course_llm.train ...``
+    runs the same script as N data-parallel processes. ``--resume`` continues from the
+    latest
     checkpoint in ``--out``. Returns the history (on every process).
     """
     p = argparse.ArgumentParser(
@@ -159,7 +172,8 @@ def main(argv=None) -> dict:
     p.add_argument(
         "--model-config",
         default=None,
-        help="JSON object of configuration fields: the model is FACTORY(CONFIG(**fields))",
+        help="JSON object of configuration fields: the model is "
+        "FACTORY(CONFIG(**fields))",
     )
     p.add_argument(
         "--config-class",
@@ -231,7 +245,8 @@ def main(argv=None) -> dict:
             )
             print(
                 f"step {trainer.step}: train loss {history['train_loss'][-1]:.4f}{val} "
-                f"({trainer.world_size} process(es)); checkpoint {trainer.last_checkpoint}"
+                f"({trainer.world_size} process(es)); checkpoint "
+                f"{trainer.last_checkpoint}"
             )
         return history
     finally:

@@ -20,7 +20,8 @@ def digits_splits(test_fraction=0.25, seed=0):
         seed: seed of the shuffle.
 
     Returns:
-        (X_train, y_train, X_test, y_test): images (n, 1, 8, 8) float32 in [0, 1], labels (n,) int64.
+        (X_train, y_train, X_test, y_test): images (n, 1, 8, 8) float32 in [0, 1],
+        labels (n,) int64.
 
     Example:
         >>> X_train, y_train, X_test, y_test = digits_splits()
@@ -49,8 +50,10 @@ def digits_splits(test_fraction=0.25, seed=0):
 def patchify(images, patch_size):
     """Cut images into non-overlapping square patches, each flattened to a vector.
 
-    Patches are in row-major order; each is flattened in (channel, row, column) order, the
-    layout of ``torch.nn.functional.unfold(images, patch_size, stride=patch_size).transpose(1, 2)``.
+    Patches are in row-major order; each is flattened in (channel, row, column) order,
+    the
+    layout of ``torch.nn.functional.unfold(images, patch_size,
+    stride=patch_size).transpose(1, 2)``.
 
     Args:
         images: (batch, C, H, W) tensor with H and W divisible by `patch_size`.
@@ -75,7 +78,8 @@ def patchify(images, patch_size):
     p = patch_size
     if H % p or W % p:
         raise ValueError(
-            f"image size {H}x{W} is not divisible by `patch_size` {p}; crop or pad the images"
+            f"image size {H}x{W} is not divisible by `patch_size` {p}; crop or pad "
+            "the images"
         )
     x = images.reshape(B, C, H // p, p, W // p, p)  # (B, C, H/p, p, W/p, p)
     x = x.permute(0, 2, 4, 1, 3, 5)  # (B, H/p, W/p, C, p, p)
@@ -117,7 +121,8 @@ class ViTConfig:
                 raise ValueError(f"`{name}` must be a positive int, got {value!r}")
         if self.image_size % self.patch_size:
             raise ValueError(
-                f"`patch_size` ({self.patch_size}) must divide `image_size` ({self.image_size})"
+                f"`patch_size` ({self.patch_size}) must divide `image_size` "
+                f"({self.image_size})"
             )
         self.block_config()  # validates d_model, n_head and dropout
 
@@ -126,7 +131,8 @@ class ViTConfig:
         return (self.image_size // self.patch_size) ** 2
 
     def block_config(self):
-        """The `TransformerConfig` of each encoder block: bidirectional, pre-LN, GELU MLP."""
+        """The `TransformerConfig` of each encoder block: bidirectional, pre-LN, GELU
+        MLP."""
         return TransformerConfig(
             d_model=self.d_model,
             n_head=self.n_head,
@@ -182,7 +188,8 @@ class ViT(nn.Module):
                 else type(images).__name__
             )
             raise ValueError(
-                f"`images` must have shape (batch, {', '.join(map(str, shape))}), got {got}"
+                f"`images` must have shape (batch, {', '.join(map(str, shape))}), "
+                f"got {got}"
             )
         x = self.patch_proj(patchify(images, c.patch_size))  # (B, n, d)
         cls = self.cls_token.expand(x.size(0), -1, -1)  # (B, 1, d)
@@ -206,7 +213,8 @@ def accuracy(model, images, labels, batch_size=512):
     """
     if len(images) != len(labels) or len(labels) == 0:
         raise ValueError(
-            f"`images` and `labels` must be non-empty and equally long, got {len(images)}, {len(labels)}"
+            "`images` and `labels` must be non-empty and equally long, got "
+            f"{len(images)}, {len(labels)}"
         )
     was_training = model.training
     model.eval()
@@ -236,7 +244,8 @@ def train_classifier(
     """
     if len(images) != len(labels):
         raise ValueError(
-            f"`images` and `labels` must be equally long, got {len(images)}, {len(labels)}"
+            f"`images` and `labels` must be equally long, got {len(images)}, "
+            f"{len(labels)}"
         )
     if epochs < 1 or batch_size < 1:
         raise ValueError(

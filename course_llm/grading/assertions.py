@@ -38,7 +38,8 @@ def expect_close(
 ) -> None:
     """Fail unless `got` is a number within `abs_ + rel * |want|` of `want` (the allclose rule).
 
-    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else fails
+    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else
+    fails
     with a message saying what was returned.
 
     Args:
@@ -91,7 +92,8 @@ def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
     err = (got.detach().double() - want.detach().double()).abs().max().item()
     expect(
         err <= atol,
-        f"{what}: largest difference from the expected values is {err:.2e} (> {atol:g})",
+        f"{what}: largest difference from the expected values is {err:.2e} (> "
+        f"{atol:g})",
     )
 
 

@@ -53,7 +53,8 @@ def build_wheel() -> tuple[str, bytes]:
         + "".join(f"Requires-Dist: {r}\n" for r in requires)
     ).encode()
     files[f"{info}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: course_llm\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        b"Wheel-Version: 1.0\nGenerator: course_llm\nRoot-Is-Purelib: true\nTag: "
+        b"py3-none-any\n"
     )
     files[f"{info}/entry_points.txt"] = (
         b"[console_scripts]\ncourse-llm = course_llm.grading.cli:main\n"

@@ -64,12 +64,14 @@ def strip_solutions(source: str, where: str = "cell") -> str:
             if edge == "BEGIN":
                 if region:
                     raise ValueError(
-                        f"{where}, line {number}: BEGIN {kind} inside an open {region} region"
+                        f"{where}, line {number}: BEGIN {kind} inside an open "
+                        f"{region} region"
                     )
                 region = kind
                 if kind == "SOLUTION":
                     out.append(
-                        f'{indent}raise NotImplementedError("write your solution here")\n'
+                        f'{indent}raise NotImplementedError("write your solution '
+                        'here")\n'
                     )
             else:
                 if region != kind:
@@ -129,16 +131,19 @@ def make_student(
     """Write ``out/NAME.ipynb`` for every ``solutions/NAME.ipynb``; with `check_only`, write nothing.
 
     Returns:
-        The student notebooks that differ from (or are missing next to) their reference; after a
+        The student notebooks that differ from (or are missing next to) their reference;
+        after a
         normal run, those it rewrote.
 
     Raises:
-        GradingError: `solutions` is not a folder, or a reference has unbalanced markers.
+        GradingError: `solutions` is not a folder, or a reference has unbalanced
+            markers.
     """
     solutions, out = Path(solutions), Path(out)
     if not solutions.is_dir():
         raise GradingError(
-            f"{solutions}: no such folder; run from the course repository or pass --solutions"
+            f"{solutions}: no such folder; run from the course repository or pass "
+            "--solutions"
         )
     changed = []
     for ref in sorted(solutions.glob("*.ipynb")):
@@ -204,13 +209,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="EXERCISE",
         action="append",
         default=[],
-        help="an exercise that must be present (a missing one scores 0 with a note); repeatable",
+        help="an exercise that must be present (a missing one scores 0 with a "
+        "note); repeatable",
     )
     g.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "rlimits"),
         default="auto",
-        help="isolation of the workers: bubblewrap when installed (auto), or limits only",
+        help="isolation of the workers: bubblewrap when installed (auto), or "
+        "limits only",
     )
     g.add_argument(
         "--memory",
@@ -291,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``course-llm`` command with `argv` (default: the process's arguments).
 
     Returns:
-        Exit status 0 when the command ran, 1 for ``make-student --check`` with differences, and
+        Exit status 0 when the command ran, 1 for ``make-student --check`` with
+        differences, and
         2 when it could not run.
     """
     args = _parser().parse_args(argv)
@@ -348,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n\n".join(r.table() for r in reports if r.results or not folder))
         if folder:
             print("\n" + summary_table(reports))
-        # every worker and everything it started is gone by now: grade_path closed them all
+        # every worker and everything it started is gone by now: grade_path
+        # closed them all
         if args.json:
             write_atomic(
                 args.json, json.dumps(reports_to_json(reports, folder), indent=2) + "\n"

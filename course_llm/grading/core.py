@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from .sandbox import decode_result, forbid, guarded_call, short
 
-# the report types have their own page (08_report), the assertions of a check theirs (10_assertions);
+# the report types have their own page (08_report), the assertions of a check theirs
+# (10_assertions);
 # both are re-exported here
 from course_llm.grading.assertions import (
     CheckFailed,
@@ -49,7 +50,8 @@ class GradingError(Exception):
 
 
 class StudentError(Exception):
-    """A call into the student's code did not return a usable value; the message says why."""
+    """A call into the student's code did not return a usable value; the message says
+    why."""
 
 # %% ../../nbs/grading/00_core.ipynb #e6cc8400
 @dataclass
@@ -60,9 +62,11 @@ class Check:
         name: short identifier shown in the table.
         points: points earned when the check passes.
         hint: what to look at when it fails.
-        fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to fail.
+        fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to
+            fail.
         visibility: ``"visible"``; ``"hidden"`` or ``"after_due_date"`` for a check that
-            ``course-llm grade`` runs but the student's in-notebook `check` does not (its inputs
+            ``course-llm grade`` runs but the student's in-notebook `check` does not
+            (its inputs
             and messages stay unseen until the instructor publishes them).
     """
 
@@ -80,14 +84,18 @@ class Exercise:
     """A graded exercise: the functions a student writes and the checks that grade them.
 
     Args:
-        name: the exercise's name, also the stem of its notebooks (``"01_ngram_counts"``).
+        name: the exercise's name, also the stem of its notebooks
+            (``"01_ngram_counts"``).
         functions: names of the functions the student must define.
         title: one line for the table and ``course-llm list``.
         forbidden: dotted names of package functions that are switched off while grading
             (the oracle the student is asked to write).
-        mutates: names (or 0-based positions) of the arguments the student's functions are
-            expected to write in place, e.g. a preallocated cache. Writing into any other
-            argument still fails the call; the declared ones are copied back into the check's
+        mutates: names (or 0-based positions) of the arguments the student's functions
+            are
+            expected to write in place, e.g. a preallocated cache. Writing into any
+            other
+            argument still fails the call; the declared ones are copied back into the
+            check's
             own objects after each call, so the check can inspect them.
 
     Example:
@@ -114,7 +122,8 @@ class Exercise:
             )
         if isinstance(functions, str) or not functions:
             raise TypeError(
-                "functions must be a non-empty list of function names, e.g. ['count_ngrams']"
+                "functions must be a non-empty list of function names, e.g. "
+                "['count_ngrams']"
             )
         self.name, self.functions, self.title = name, list(functions), title
         self.forbidden = tuple(forbidden)
@@ -139,7 +148,8 @@ class Exercise:
             raise ValueError(f"points must be a positive integer, got {points!r}")
         if visibility not in VISIBILITIES:
             raise ValueError(
-                f"visibility must be one of {', '.join(VISIBILITIES)}; got {visibility!r}"
+                f"visibility must be one of {', '.join(VISIBILITIES)}; got "
+                f"{visibility!r}"
             )
 
         def add(fn: Callable) -> Callable:
@@ -230,9 +240,11 @@ def run_checks(
 
     Args:
         exercise: what to grade.
-        backend: object with ``call(name, args, kwargs, timeout)`` returning the decoded result or
+        backend: object with ``call(name, args, kwargs, timeout)`` returning the decoded
+            result or
             raising `StudentError`; optional attributes ``notes`` (list of str) and
-            ``load_seconds`` (time spent loading the submission, not charged to the checks).
+            ``load_seconds`` (time spent loading the submission, not charged to the
+            checks).
         submission: label for the report.
         seed: seed of the random inputs; None draws a fresh one.
         timeout: seconds allowed per check.
@@ -351,7 +363,8 @@ class LocalBackend:
 def write_back(originals: tuple, mutated: dict) -> None:
     """Copy the arguments a call wrote (``CallOutcome.mutated``, decoded) into the caller's objects.
 
-    Tensors and arrays are overwritten in place (same shape required), lists and dicts get the
+    Tensors and arrays are overwritten in place (same shape required), lists and dicts
+    get the
     new contents; other objects cannot be updated and are left as they were.
 
     Example:
@@ -392,13 +405,15 @@ def check(
 
     Args:
         name: the exercise (``"01_ngram_counts"``); ``course-llm list`` shows them all.
-        namespace: where to find the functions; default: the caller's globals (your notebook).
+        namespace: where to find the functions; default: the caller's globals (your
+            notebook).
         seed: seed of the random inputs; default a fresh one.
         timeout: seconds allowed per check.
         quiet: return the report without printing it.
 
     Returns:
-        The `Report`, or None inside the grader's worker process (where self-checks are skipped).
+        The `Report`, or None inside the grader's worker process (where self-checks are
+        skipped).
 
     Example:
         >>> def count_ngrams(sequences, n):
@@ -423,7 +438,8 @@ def check(
     unseen = [c for c in exercise.checks if c.visibility != "visible"]
     if unseen:
         report.notes.append(
-            f"{len(unseen)} hidden check(s) worth {sum(c.points for c in unseen)} point(s) "
+            f"{len(unseen)} hidden check(s) worth {sum(c.points for c in unseen)} "
+            "point(s) "
             "run only when the instructor grades your submission"
         )
     if not quiet:

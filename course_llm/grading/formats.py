@@ -18,7 +18,8 @@ __all__ = ['summary_table', 'reports_to_json', 'gradescope_results', 'student_id
 
 # %% ../../nbs/grading/05_formats.ipynb #2a0ee339
 def summary_table(reports: list[Report]) -> str:
-    """One row per submission (score and failed checks) and a summary line, control characters escaped."""
+    """One row per submission (score and failed checks) and a summary line, control
+    characters escaped."""
     names = [printable(r.submission) for r in reports]
     width = max([len("submission")] + [len(n) for n in names])
     ex_width = max([len("exercise")] + [len(printable(r.exercise)) for r in reports])

@@ -22,7 +22,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-# course_llm.core (the input checks) imports torch, which the worker must not pay for at start:
+# course_llm.core (the input checks) imports torch, which the worker must not pay for
+# at start:
 # the functions below import it only when they run, in the grader.
 
 # %% auto #0
@@ -41,7 +42,8 @@ class Limits:
         memory_mb: address space in MiB (torch alone maps about 0.7 GB).
         file_mb: largest file the worker may write, in MiB.
         open_files: file descriptors.
-        processes: processes and threads of the worker's user (enforced for non-root users only).
+        processes: processes and threads of the worker's user (enforced for non-root
+            users only).
         cpu_seconds: CPU time of the worker.
 
     Example:
@@ -65,7 +67,8 @@ class Limits:
 def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
     """Apply `limits` to the calling process (a ``preexec_fn``); with `drop_to`, become that user.
 
-    Runs in the child between fork and exec: it only calls `setrlimit`, `setgroups`, `setgid`
+    Runs in the child between fork and exec: it only calls `setrlimit`, `setgroups`,
+        `setgid`
     and `setuid`.
     """
     mib = 2**20
@@ -86,7 +89,8 @@ def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
 # %% ../../nbs/grading/04_isolation.ipynb #4097609c
 def strip_definitions(source: str, names: set, message: str) -> str:
     """`source` with the bodies of its top-level functions and classes called one of `names`
-    replaced by ``raise RuntimeError(message)`` (for a class: the body of each of its methods).
+    replaced by ``raise RuntimeError(message)`` (for a class: the body of each of its
+    methods).
 
     Example:
         >>> print(strip_definitions("def f(x):\\n    return 2 * x\\n", {"f"}, "no"))
@@ -151,10 +155,12 @@ def package_view(forbidden: tuple) -> Path:
     """A folder holding a copy of ``course_llm`` whose `forbidden` definitions raise.
 
     Args:
-        forbidden: dotted names (``"course_llm.ngram.count_ngrams"``), as in `Exercise.forbidden`.
+        forbidden: dotted names (``"course_llm.ngram.count_ngrams"``), as in
+            `Exercise.forbidden`.
 
     Returns:
-        The folder that contains the copy (``view / "course_llm"``), readable by every user.
+        The folder that contains the copy (``view / "course_llm"``), readable by every
+        user.
     """
     import importlib
     import inspect
@@ -184,7 +190,8 @@ def package_view(forbidden: tuple) -> Path:
         for path, names in targets.items():
             copy = root / "course_llm" / path.relative_to(package)
             message = (
-                f"{', '.join(sorted(names))}: the reference implementation is not available "
+                f"{', '.join(sorted(names))}: the reference implementation is not "
+                "available "
                 "while grading; this exercise asks you to write it"
             )
             copy.write_text(
@@ -238,7 +245,8 @@ def sandbox_mode(requested: str = "auto") -> str:
     machine allows.
 
     Raises:
-        GradingError: ``"bwrap"`` was asked for and bubblewrap is missing or does not work.
+        GradingError: ``"bwrap"`` was asked for and bubblewrap is missing or does not
+            work.
 
     Example:
         >>> sandbox_mode("rlimits")
@@ -278,15 +286,18 @@ def sandbox_mode(requested: str = "auto") -> str:
     if not _NOTICE.is_set():
         _NOTICE.set()
         print(
-            "course-llm: bubblewrap (bwrap) not found: workers run with resource limits and a "
-            "subreaper only, without a private view of the machine (see exercises/README.md)",
+            "course-llm: bubblewrap (bwrap) not found: workers run with resource "
+            "limits and a "
+            "subreaper only, without a private view of the machine (see "
+            "exercises/README.md)",
             file=sys.stderr,
         )
     return "rlimits"
 
 
 def _repository_hideouts(package: Path) -> list:
-    """bwrap arguments hiding the course repository's solutions, notebooks and git history."""
+    """bwrap arguments hiding the course repository's solutions, notebooks and git
+    history."""
     repo, args = package.parent, []
     for rel in ("exercises/solutions", "nbs", ".git"):
         target = repo / rel
@@ -304,10 +315,12 @@ def worker_command(
 
     Args:
         mode: ``"bwrap"`` or ``"rlimits"`` (`sandbox_mode`).
-        workdir: the worker's private folder on the host; its ``submission/`` subfolder holds
+        workdir: the worker's private folder on the host; its ``submission/`` subfolder
+            holds
             the copy of the submission (and becomes the working directory).
         view: the stripped package copy (`package_view`).
-        python_code: what ``python -I -B -c`` runs after putting the package first on `sys.path`.
+        python_code: what ``python -I -B -c`` runs after putting the package first on
+            `sys.path`.
     """
     package = _package_dir()
     if mode == "bwrap":
@@ -345,7 +358,8 @@ MARKER = "COURSE_LLM_WORKER"
 
 
 def become_subreaper() -> bool:
-    """Make this process adopt its descendants' orphans (Linux); False where unsupported."""
+    """Make this process adopt its descendants' orphans (Linux); False where
+    unsupported."""
     if not sys.platform.startswith("linux"):
         return False
     libc = ctypes.CDLL(None, use_errno=True)
@@ -433,7 +447,8 @@ class PidsCgroup:
                 f.write(str(os.getpid()))
 
     def kill_all(self) -> int:
-        """Kill every process in the group until it is empty, remove it; how many were killed."""
+        """Kill every process in the group until it is empty, remove it; how many were
+        killed."""
         if self.path is None:
             return 0
         killed = 0

@@ -69,7 +69,8 @@ class Report:
         return sum(r.max_points for r in self.results)
 
     def to_dict(self) -> dict:
-        """JSON-ready form: ``score``, ``max_score``, ``checks`` (one entry per check) and context."""
+        """JSON-ready form: ``score``, ``max_score``, ``checks`` (one entry per check)
+        and context."""
         checks = [
             {
                 k: (printable(v, keep_newlines=True) if isinstance(v, str) else v)
@@ -89,10 +90,12 @@ class Report:
         }
 
     def table(self, width: int = 100) -> str:
-        """The report as a text table: check, points, result, and message plus hint on failure."""
+        """The report as a text table: check, points, result, and message plus hint on
+        failure."""
         name_w = max([len("check")] + [len(r.name) for r in self.results])
         lines = [
-            f"{printable(self.exercise)}  ({printable(self.submission)}, seed {self.seed})",
+            f"{printable(self.exercise)}  ({printable(self.submission)}, seed "
+            f"{self.seed})",
             f"{'check':<{name_w}}  points  result",
             f"{'-' * name_w}  ------  ------",
         ]

@@ -99,7 +99,8 @@ def read_submission(path: str) -> list[tuple[str, str]]:
         ]
     else:
         raise GradingError(
-            f"{path}: cannot grade a '{path.suffix}' file; give a .ipynb, a .py or a folder"
+            f"{path}: cannot grade a '{path.suffix}' file; give a .ipynb, a .py or "
+            "a folder"
         )
     kept = []
     for label, source in cells:
@@ -189,7 +190,8 @@ def grade_file(
 
 
 def find_submissions(folder: str) -> list:
-    """The ``.ipynb`` and ``.py`` files under `folder`, skipping hidden and checkpoint folders."""
+    """The ``.ipynb`` and ``.py`` files under `folder`, skipping hidden and checkpoint
+    folders."""
     folder = Path(folder)
     found = [
         p
@@ -209,15 +211,18 @@ def grade_path(
 ) -> list[Report]:
     """Grade a file, or every submission in a folder, and return one `Report` per submission.
 
-    In a folder every file is copied to a private staging folder before any worker starts, so
-    what a submission does while it runs cannot change what another one is graded on; a file
+    In a folder every file is copied to a private staging folder before any worker
+    starts, so
+    what a submission does while it runs cannot change what another one is graded on; a
+    file
     that cannot be graded becomes a row with score 0 and a note.
 
     Args:
         path: a ``.ipynb``, a ``.py`` or a folder of them.
         exercise: the exercise's name when the files do not say it.
         jobs: submissions graded at the same time (folder mode).
-        **options: passed to `grade_file` (seed, timeout, total_timeout, max_output, limits, sandbox).
+        **options: passed to `grade_file` (seed, timeout, total_timeout, max_output,
+            limits, sandbox).
 
     Raises:
         GradingError: the path does not exist, or (single file) cannot be graded.
@@ -249,7 +254,8 @@ def grade_path(
         file, copy = pair
         try:
             return grade_file(copy, exercise, label=str(file), **options)
-        except Exception as error:  # noqa: BLE001 - one bad file is one row, never the whole run
+        # noqa: BLE001 - one bad file is one row, never the whole run
+        except Exception as error:
             return Report(
                 "?", str(file), [], 0, [f"could not grade: {printable(error)}"]
             )

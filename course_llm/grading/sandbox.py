@@ -49,7 +49,8 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     """`text` with control characters (ANSI escapes, carriage returns, ...) shown as escapes.
 
     Names and messages that came from a submission pass through this before they reach a
-    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or start a
+    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or
+    start a
     fake row. Tabs are kept, newlines only with `keep_newlines`.
 
     Example:
@@ -148,7 +149,8 @@ def _watch_seeding(calls: list):
 
 @contextlib.contextmanager
 def forbid(dotted_names: tuple):
-    """Replace each package function in `dotted_names` by one that raises, inside the block."""
+    """Replace each package function in `dotted_names` by one that raises, inside the
+    block."""
     saved = []
     for dotted in dotted_names:
         module_name, _, attr = dotted.rpartition(".")
@@ -228,13 +230,16 @@ class CallOutcome:
     output: str
     mutated: bytes | None = None
 
-    # mutated: for an exercise that declares ``mutates``, ``dump_plain(encode_result(...))``
-    # of ``{"args": {position: value}, "kwargs": {name: value}}``: the declared arguments as
+    # mutated: for an exercise that declares ``mutates``,
+    # ``dump_plain(encode_result(...))``
+    # of ``{"args": {position: value}, "kwargs": {name: value}}``: the declared
+    # arguments as
     # the call left them, so the grader can copy them back into the check's own objects.
 
 
 def _student_traceback(error: BaseException) -> str:
-    """The exception and the line of the student's code it came from (not the grader's frames)."""
+    """The exception and the line of the student's code it came from (not the grader's
+    frames)."""
     frames = [
         f
         for f in traceback.extract_tb(error.__traceback__)
@@ -289,7 +294,8 @@ def _declared(
 ) -> tuple[set, set]:
     """The positions and keyword names among (args, kwargs) that `mutates` allows `fn` to write.
 
-    `mutates` holds parameter names or 0-based positions; a name given positionally is found
+    `mutates` holds parameter names or 0-based positions; a name given positionally is
+    found
     through `fn`'s signature.
     """
     try:
@@ -312,7 +318,8 @@ def _declared(
 def _mutation(
     fn: Callable, before: tuple, args: tuple, kwargs: dict, mutates: tuple = ()
 ) -> str | None:
-    """Describe the first argument `fn` changed in place (not counting those in `mutates`), or None."""
+    """Describe the first argument `fn` changed in place (not counting those in
+    `mutates`), or None."""
     try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
@@ -330,7 +337,8 @@ def _mutation(
         if not same(old, new):
             path, was, now = _first_difference(old, new)
             return (
-                f"changed its input in place: {name}{path} was {short(was, 60)} and is now "
+                f"changed its input in place: {name}{path} was {short(was, 60)} "
+                "and is now "
                 f"{short(now, 60)}; work on a copy"
             )
     return None
@@ -352,10 +360,12 @@ def guarded_call(
         args: positional arguments (left as they were if `fn` is well behaved).
         kwargs: keyword arguments.
         max_output: characters of printing allowed before the call is stopped.
-        time_limit: seconds, enforced with an alarm signal in the main thread (in-process use);
+        time_limit: seconds, enforced with an alarm signal in the main thread
+            (in-process use);
             None when the caller enforces it from outside (the worker process).
         check_inputs: compare the arguments before and after the call.
-        mutates: names or 0-based positions of the arguments `fn` is expected to write in
+        mutates: names or 0-based positions of the arguments `fn` is expected to write
+            in
             place: they are not compared, and their final state is returned in
             ``CallOutcome.mutated``.
 
@@ -407,8 +417,10 @@ def guarded_call(
         problem = f"printed more than {max_output:,} characters; remove the prints from the loop"
     if problem is None and seeds:
         problem = (
-            f"called {seeds[0]}() while running, which resets the random numbers of everything "
-            "that runs after it; take a torch.Generator argument instead of seeding globally"
+            f"called {seeds[0]}() while running, which resets the random numbers "
+            "of everything "
+            "that runs after it; take a torch.Generator argument instead of "
+            "seeding globally"
         )
     if problem is None and before is not None:
         problem = _mutation(fn, before, args, kwargs, mutates)

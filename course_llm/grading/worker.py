@@ -55,7 +55,8 @@ def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
             code = compile(source, filename, "exec")
         except SyntaxError as error:
             notes.append(
-                f"{label} has a syntax error (line {error.lineno}: {error.msg}); it was skipped"
+                f"{label} has a syntax error (line {error.lineno}: {error.msg}); "
+                "it was skipped"
             )
             continue
         outcome = guarded_call(
@@ -63,7 +64,8 @@ def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
         )
         if outcome.problem:
             notes.append(
-                f"{label} {outcome.problem.splitlines()[0]}; the grader went on with the next cell"
+                f"{label} {outcome.problem.splitlines()[0]}; the grader went on "
+                "with the next cell"
             )
     return notes
 
@@ -76,7 +78,8 @@ def load_submission(setup: dict) -> tuple[dict, bytes]:
             ``max_output``; see `WorkerBackend`).
 
     Returns:
-        The namespace, and the reply (`dump_plain`) listing the load notes and the missing names.
+        The namespace, and the reply (`dump_plain`) listing the load notes and the
+        missing names.
     """
     namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
     notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
@@ -89,7 +92,8 @@ def serve_call(
 ) -> bytes:
     """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
 
-    `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
+    `time_limit` is None in the worker (the grader kills it from outside) and an alarm
+    in-process.
     """
     name, args, kwargs = request
     outcome = guarded_call(
@@ -148,12 +152,16 @@ class WorkerBackend:
     Args:
         cells: the submission's code (`read_submission`).
         exercise: the exercise being graded.
-        cwd: unused, kept for callers of earlier versions (the worker always runs in a private,
+        cwd: unused, kept for callers of earlier versions (the worker always runs in a
+            private,
             empty folder holding only the copy of `files`).
         module_name: ``__name__`` the code sees (``"__main__"`` for notebooks).
-        load_timeout: seconds allowed to execute the cells (not counted in the checks' time).
-        max_output: characters the student's code may print per call (and per cell while loading).
-        files: ``{name: bytes}`` copied into the worker's private folder (the submission itself).
+        load_timeout: seconds allowed to execute the cells (not counted in the checks'
+            time).
+        max_output: characters the student's code may print per call (and per cell while
+            loading).
+        files: ``{name: bytes}`` copied into the worker's private folder (the submission
+            itself).
         limits: the worker's resource `Limits` (default `Limits()`).
         sandbox: ``"auto"``, ``"bwrap"`` or ``"rlimits"`` (see `sandbox_mode`).
     """
@@ -225,8 +233,10 @@ class WorkerBackend:
         finally:
             for fd in (child_r, child_w, info_w):
                 os.close(fd)
-        # bwrap writes a JSON object holding "child-pid" before it starts the worker, possibly in
-        # several writes; the pipe stays open until the worker is closed (bwrap dies of SIGPIPE if not)
+        # bwrap writes a JSON object holding "child-pid" before it starts the
+        # worker, possibly in
+        # several writes; the pipe stays open until the worker is closed
+        # (bwrap dies of SIGPIPE if not)
         text, self.info_fd = b"", info_r
         while mode == "bwrap" and b"}" not in text and len(text) < 4096:
             chunk = os.read(info_r, 4096)
@@ -257,13 +267,16 @@ class WorkerBackend:
         self._first_reply(self._receive(self.load_timeout, "your code, while loading,"))
 
     def _first_reply(self, reply) -> None:
-        """Read the worker's answer to the setup: load notes and missing names, or why it failed."""
+        """Read the worker's answer to the setup: load notes and missing names, or why
+        it failed."""
         if isinstance(reply, StudentError):
             self.load_error = str(reply)
             if "did not return" in self.load_error:
                 self.load_error = (
-                    f"your code did not finish loading within {self.load_timeout:g} s; is "
-                    "there a long computation or an infinite loop outside the functions?"
+                    "your code did not finish loading within "
+                    f"{self.load_timeout:g} s; is "
+                    "there a long computation or an infinite loop outside the "
+                    "functions?"
                 )
             raise StudentError(self.load_error)
         try:
@@ -283,7 +296,8 @@ class WorkerBackend:
         self.missing = missing
 
     def _stderr_tail(self) -> str:
-        """The last line of what the worker wrote to its standard error (read up to a cap)."""
+        """The last line of what the worker wrote to its standard error (read up to a
+        cap)."""
         self.stderr.seek(0, os.SEEK_END)
         size = self.stderr.tell()
         self.stderr.seek(max(0, size - _MAX_STDERR_BYTES))
@@ -296,7 +310,8 @@ class WorkerBackend:
         return lines[-1][:200] if lines else ""
 
     def _receive(self, timeout: float, subject: str):
-        """The worker's next message, or a `StudentError` saying what happened to `subject`."""
+        """The worker's next message, or a `StudentError` saying what happened to
+        `subject`."""
         try:
             if self.conn_in.poll(max(timeout, 0)):
                 return self.conn_in.recv_bytes(_MAX_RESULT_BYTES)
@@ -304,22 +319,25 @@ class WorkerBackend:
             tail = self._stderr_tail()
             self.close()
             return StudentError(
-                f"{subject} ended the process running it (os._exit? a crash? out of memory?)"
-                + (f": {tail}" if tail else "")
+                f"{subject} ended the process running it (os._exit? a crash? out "
+                "of memory?)" + (f": {tail}" if tail else "")
             )
         except OSError:
             self.close()
             return StudentError(
-                f"{subject} returned a result larger than {_MAX_RESULT_BYTES // 2**20} MB"
+                f"{subject} returned a result larger than "
+                f"{_MAX_RESULT_BYTES // 2**20} MB"
             )
         self.close()
         return StudentError(
-            f"{subject} did not return within {timeout:.3g} s (an infinite loop? a very slow "
+            f"{subject} did not return within {timeout:.3g} s (an infinite loop? a "
+            "very slow "
             "algorithm?)"
         )
 
     def call(self, name: str, args: tuple, kwargs: dict, timeout: float) -> Any:
-        """Run the student's `name` on the arguments; the decoded result or `StudentError`."""
+        """Run the student's `name` on the arguments; the decoded result or
+        `StudentError`."""
         if self.load_error:
             raise StudentError(self.load_error)
         if not self._running():
@@ -330,7 +348,8 @@ class WorkerBackend:
                 self.load_seconds += time.monotonic() - start
         if name in self.missing:
             raise StudentError(
-                f"{name} is not defined in your submission; define a function with this name"
+                f"{name} is not defined in your submission; define a function with "
+                "this name"
             )
         reply = self._exchange(name, args, kwargs, timeout)
         if isinstance(reply, StudentError):
@@ -352,7 +371,8 @@ class WorkerBackend:
             return decode_result(payload)
         except StudentError:
             raise
-        except Exception as error:  # noqa: BLE001 - anything refused by the safe unpickler
+        # noqa: BLE001 - anything refused by the safe unpickler
+        except Exception as error:
             raise StudentError(
                 f"{name} returned something the grader does not accept ({error})"
             ) from None
@@ -366,7 +386,8 @@ class WorkerBackend:
         return self._receive(timeout, name)
 
     def _wait_for_sandbox(self) -> None:
-        """Wait (up to 10 s) until bwrap's PID-namespace init, and so every process in it, is gone."""
+        """Wait (up to 10 s) until bwrap's PID-namespace init, and so every process in
+        it, is gone."""
         deadline = time.monotonic() + 10
         while self.sandbox_pid and time.monotonic() < deadline:
             try:
@@ -407,7 +428,8 @@ def short_error(error: BaseException) -> str:
 
 
 def _split_reply(reply: bytes) -> tuple:
-    """The worker's answer ``(problem, payload, output, mutated)``, read without trusting its types."""
+    """The worker's answer ``(problem, payload, output, mutated)``, read without
+    trusting its types."""
     problem, payload, output, *rest = decode_result(reply)
     mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
     return (

@@ -30,7 +30,8 @@ def random_corpus(
         rng: the check's generator.
         n_sequences: (min, max) number of sequences.
         lengths: (min, max) length of a sequence.
-        min_long: this many extra sequences of length >= 5, so every kind of n-gram occurs.
+        min_long: this many extra sequences of length >= 5, so every kind of n-gram
+            occurs.
 
     Example:
         >>> len(random_corpus(random.Random(0), (2, 2), (1, 1), min_long=1))
@@ -58,7 +59,8 @@ def _counts(got, call: str) -> dict:
 
 
 def _compare(got: dict, want: dict, call: str, keep=lambda gram: True) -> None:
-    """Fail with the first differences between the n-gram counts `got` and `want` (where `keep`)."""
+    """Fail with the first differences between the n-gram counts `got` and `want` (where
+    `keep`)."""
     got = {k: v for k, v in got.items() if keep(k)}
     want = {k: v for k, v in want.items() if keep(k)}
     missing = [g for g in want if g not in got]
@@ -203,7 +205,8 @@ perplexity_exercise = register(
 
 
 def _model(rng):
-    """A smoothed n-gram model fitted to a random corpus over all of `_WORDS` (so every word is known)."""
+    """A smoothed n-gram model fitted to a random corpus over all of `_WORDS` (so every
+    word is known)."""
     train = random_corpus(rng, (6, 10), (1, 8), min_long=2) + [list(_WORDS)]
     return ngram.NGramLM(rng.randint(1, 3), k=rng.choice([0.1, 0.5, 1.0])).fit(train)
 
@@ -223,7 +226,8 @@ def uniform_model(student, rng):
     expect_number(
         student.perplexity(model, corpus),
         len(model.vocab),
-        f"perplexity(UniformLM over {len(model.vocab)} tokens incl. <EOS>, {short(corpus, 80)})",
+        f"perplexity(UniformLM over {len(model.vocab)} tokens incl. <EOS>, "
+        f"{short(corpus, 80)})",
     )
 
 

@@ -62,7 +62,8 @@ def random_ids(rng, length: int, high: int = 300) -> list[int]:
 
 def random_text(rng, n_words: int, extras: bool = False) -> str:
     """`n_words` words made of random syllables, separated by spaces; with `extras`, some words
-    are capitalised or followed by punctuation, digits, non-ASCII characters or whitespace.
+    are capitalised or followed by punctuation, digits, non-ASCII characters or
+    whitespace.
 
     Example:
         >>> import random
@@ -100,7 +101,8 @@ def _same_ids(got, want: list, call: str) -> None:
     )
     expect(
         False,
-        f"{call} returned {short(got, 100)}, expected {short(want, 100)} ({length}first "
+        f"{call} returned {short(got, 100)}, expected {short(want, 100)} "
+        f"({length}first "
         f"difference at position {first})",
     )
 
@@ -148,7 +150,8 @@ def _same_counts(got, ids, call: str) -> None:
 
 
 def _runs(rng, a: int, n_runs: int) -> list[int]:
-    """Runs of `a` of random lengths 1..6 (at least one of odd length >= 3) between other ids."""
+    """Runs of `a` of random lengths 1..6 (at least one of odd length >= 3) between
+    other ids."""
     lengths = [rng.randint(1, 6) for _ in range(n_runs - 1)] + [rng.choice([3, 5])]
     rng.shuffle(lengths)
     ids = []
@@ -294,7 +297,8 @@ def gpt2_case(text: str) -> tuple:
     """The GPT-2 ids of the bytes of `text`, and the GPT-2 merges that can apply to them.
 
     Returns:
-        ``(ids, merges)`` with ``merges`` in rank order; ``encode_with_merges(ids, merges)`` is
+        ``(ids, merges)`` with ``merges`` in rank order; ``encode_with_merges(ids,
+        merges)`` is
         GPT-2's encoding of `text` as one chunk.
 
     Example:
@@ -332,7 +336,8 @@ def _trained(rng) -> dict:
 
 
 def _by_frequency(data, merges, ties_by_rank: bool) -> list:
-    """Wrong order 1: the learned pair most frequent in `data` first (ties: rank or smallest pair)."""
+    """Wrong order 1: the learned pair most frequent in `data` first (ties: rank or
+    smallest pair)."""
     ids = list(data)
     while True:
         counts = {
@@ -383,15 +388,18 @@ def _wrong_order(got, data, merges) -> str:
         (True, True): ("the most frequent (or the leftmost)", "how often or where"),
     }[frequent, leftmost]
     return (
-        f"you merged {what} learned pair first: apply merges in rank order (smallest new id first), "
+        f"you merged {what} learned pair first: apply merges in rank order "
+        "(smallest new id first), "
         f"not by {rule} a pair occurs"
     )
 
 
 def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
     """The first of up to `tries` random cases ``(data, merges) = draw(rng)`` whose encoding by rank
-    differs from its encoding by frequency and leftmost-first, so that a check using it tests the
-    order of the merges on every seed (random text alone often encodes the same either way).
+    differs from its encoding by frequency and leftmost-first, so that a check using it
+    tests the
+    order of the merges on every seed (random text alone often encodes the same either
+    way).
 
     Example:
         >>> import random
@@ -422,7 +430,8 @@ def nothing_to_merge(student, rng):
     ]
     for data, merges in cases:
         _same_encoding(student, data, merges)
-    _gpt2_ranks()  # warm the cache here, after the student's calls: loading is not their time
+    # warm the cache here, after the student's calls: loading is not their time
+    _gpt2_ranks()
 
 
 @encode_exercise.check(

@@ -102,7 +102,8 @@ def cell_state(student, rng):
     for order in ("figo", "ifog", "iofg"):
         gates = dict(zip(order, z.chunk(4, dim=-1)))
         mistakes[
-            f"you split the gates in the order [{'; '.join(order)}]: the order is [i; f; g; o]"
+            f"you split the gates in the order [{'; '.join(order)}]: the order is "
+            "[i; f; g; o]"
         ] = torch.sigmoid(gates["f"]) * c + torch.sigmoid(gates["i"]) * torch.tanh(
             gates["g"]
         )
@@ -202,7 +203,8 @@ def total_norm(student, rng):
     )
     expect(
         not after,
-        f"{call}: norm returned {num(got)}, which is max_norm: you returned the norm after "
+        f"{call}: norm returned {num(got)}, which is max_norm: you returned the "
+        "norm after "
         f"clipping; return the total norm before clipping, {num(want_norm)}",
     )
     expect_number(got, want_norm, f"{call}: norm", rel=1e-5)
@@ -217,9 +219,11 @@ def clips_large_gradients(student, rng):
     clipped = _result(student.clip_gradients(grads, max_norm), call, len(grads))[0]
     for i, (got, w) in enumerate(zip(clipped, want)):
         mistakes = {
-            "the gradients came back unchanged although their norm exceeds max_norm: the factor is "
+            "the gradients came back unchanged although their norm exceeds "
+            "max_norm: the factor is "
             "min(1, v / ||g||), not max": grads[i],
-            "each tensor was clipped by its own norm: use one factor for all, from the norm of all "
+            "each tensor was clipped by its own norm: use one factor for all, from "
+            "the norm of all "
             "tensors together": grads[i] * min(1.0, max_norm / grads[i].norm().item()),
         }
         expect_values(

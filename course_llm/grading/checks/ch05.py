@@ -74,10 +74,8 @@ def unmasked(student, rng):
         @ v,
         "you did not scale the scores: divide them by sqrt(d_K)": scores.softmax(-1)
         @ v,
-        "you took the softmax over the queries (dim=-2): take it over the keys, the last axis": (
-            scores / q.shape[-1] ** 0.5
-        ).softmax(-2)
-        @ v,
+        "you took the softmax over the queries (dim=-2): take it over the keys, "
+        "the last axis": (scores / q.shape[-1] ** 0.5).softmax(-2) @ v,
     }
     expect_values(
         student.masked_attention(q, k, v), want, _call(q, k, v), mistakes=mistakes
@@ -128,5 +126,6 @@ def causal_mask(student, rng):
     expect(
         torch.equal(got[:, 0], v[:, 0])
         or torch.allclose(got[:, 0], v[:, 0], atol=1e-7, rtol=0),
-        f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly (future keys must get weight 0)",
+        f"{_call(q, k, v, mask)}: output 0 should equal v[..., 0, :] exactly "
+        "(future keys must get weight 0)",
     )

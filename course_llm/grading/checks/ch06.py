@@ -66,9 +66,8 @@ def values(student, rng):
         "you divided by the norm sqrt(sum of x**2), not the root MEAN square": x
         * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + 1e-6)
         * gamma,
-        "you subtracted the mean first: RMSNorm does not centre x (that is LayerNorm)": F.rms_norm(
-            centred, (x.shape[-1],), gamma, 1e-6
-        ),
+        "you subtracted the mean first: RMSNorm does not centre x (that is "
+        "LayerNorm)": F.rms_norm(centred, (x.shape[-1],), gamma, 1e-6),
     }
     expect_values(
         student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6), mistakes=mistakes
@@ -114,7 +113,8 @@ rope_exercise = register(
 
 
 def _rotation(position: int, d: int, base: float) -> torch.Tensor:
-    """R_position of the deck: 2x2 rotations by position * theta_i on the diagonal (float64)."""
+    """R_position of the deck: 2x2 rotations by position * theta_i on the diagonal
+    (float64)."""
     R = torch.zeros(d, d, dtype=torch.float64)
     for i in range(d // 2):
         angle = position * base ** (-2 * i / d)
@@ -152,7 +152,8 @@ def _rope_call(x, positions, base=None):
 
 @rope_exercise.check(
     points=1,
-    hint="position 0 is the identity rotation: apply_rope must return x unchanged there",
+    hint="position 0 is the identity rotation: apply_rope must return x unchanged "
+    "there",
 )
 def position_zero_is_identity(student, rng):
     x, _ = _rope_case(rng)
@@ -174,10 +175,10 @@ def equals_rotation_matrix(student, rng):
     half = torch.empty_like(want)
     half[..., perm] = _rope_oracle(x[..., perm], positions, 10000.0)
     mistakes = {
-        "you paired coordinate i with i + d/2 (the half-split layout): pair i is coordinates (2i, 2i+1)": half,
-        "you rotated by -angle: the new pair is (x0 cos - x1 sin, x0 sin + x1 cos)": _rope_oracle(
-            x, -positions, 10000.0
-        ),
+        "you paired coordinate i with i + d/2 (the half-split layout): pair i is "
+        "coordinates (2i, 2i+1)": half,
+        "you rotated by -angle: the new pair is (x0 cos - x1 sin, x0 sin + x1 "
+        "cos)": _rope_oracle(x, -positions, 10000.0),
     }
     expect_values(
         student.apply_rope(x, positions),
@@ -202,7 +203,8 @@ def uses_the_base(student, rng):
 
 @rope_exercise.check(
     points=1,
-    hint="rotating q by position i and k by position j must make q.k depend only on j - i; "
+    hint="rotating q by position i and k by position j must make q.k depend only "
+    "on j - i; "
     "rotate each token by ITS OWN position",
 )
 def scores_depend_on_relative_position(student, rng):
@@ -227,5 +229,6 @@ def scores_depend_on_relative_position(student, rng):
         got = score(a, b)
         expect(
             abs(got - want) <= 1e-6 * max(1.0, abs(want)),
-            f"score of q at position {a} and k at position {b} is {got:.6f}, expected q^T R_(j-i) k = {want:.6f}",
+            f"score of q at position {a} and k at position {b} is {got:.6f}, "
+            f"expected q^T R_(j-i) k = {want:.6f}",
         )

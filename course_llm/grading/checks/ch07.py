@@ -46,7 +46,8 @@ loss_exercise = register(
 def _loss_oracle(
     logits: torch.Tensor, tokens: torch.Tensor, ignore_index: int = -100
 ) -> float:
-    """F.cross_entropy on the shifted logits (float64), checked against course_llm.gpt.causal_lm_loss."""
+    """F.cross_entropy on the shifted logits (float64), checked against
+    course_llm.gpt.causal_lm_loss."""
     V = logits.shape[-1]
     want = F.cross_entropy(
         logits[:, :-1].reshape(-1, V).double(),
@@ -56,7 +57,8 @@ def _loss_oracle(
     other = _package_loss(logits, tokens, ignore_index).item()
     if not abs(other - want) <= 1e-5 * max(1.0, abs(want)):
         raise RuntimeError(
-            f"check error: the two oracles disagree ({want} vs {other}); tell the course authors"
+            f"check error: the two oracles disagree ({want} vs {other}); tell the "
+            "course authors"
         )
     return want
 
@@ -93,7 +95,8 @@ def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
 
 
 def _loss_mistakes(logits, tokens, ignore_index) -> dict:
-    """What two known mistakes return: the mask taken from the inputs, and the mean over all B*(T-1) targets."""
+    """What two known mistakes return: the mask taken from the inputs, and the mean over
+    all B*(T-1) targets."""
     targets = tokens[:, 1:]
     logp = logits[:, :-1].double().log_softmax(-1)
     picked = logp.gather(
@@ -101,7 +104,8 @@ def _loss_mistakes(logits, tokens, ignore_index) -> dict:
     ).squeeze(-1)
     kept, kept_inputs = targets != ignore_index, tokens[:, :-1] != ignore_index
     return {
-        "you took the mask from the inputs tokens[:, :-1]: ignore the positions whose TARGET tokens[:, 1:] "
+        "you took the mask from the inputs tokens[:, :-1]: ignore the positions "
+        "whose TARGET tokens[:, 1:] "
         "is ignore_index": (-(picked * kept_inputs).sum() / kept_inputs.sum()).item(),
         "you divided by all B*(T-1) targets: divide by the number of kept targets": (
             -(picked * kept).sum() / targets.numel()
@@ -112,7 +116,8 @@ def _loss_mistakes(logits, tokens, ignore_index) -> dict:
 def _ignore_some(rng, tokens, ignore_index):
     """Set a random part (not all) of the targets tokens[:, 1:] to ignore_index, and some first tokens.
 
-    The row of one kept target also gets ignore_index as its first token, so that a mask taken from
+    The row of one kept target also gets ignore_index as its first token, so that a mask
+    taken from
     the inputs tokens[:, :-1] instead of the targets keeps a different set of positions.
     """
     B, T = tokens.shape
@@ -132,7 +137,8 @@ def _ignore_some(rng, tokens, ignore_index):
 @loss_exercise.check(
     points=2,
     hint="log_softmax over the vocabulary, pick the log-probability of each target, "
-    "average the negatives; position t's logits score token t+1 (logits[:, :-1] vs tokens[:, 1:])",
+    "average the negatives; position t's logits score token t+1 (logits[:, :-1] vs "
+    "tokens[:, 1:])",
 )
 def values(student, rng):
     for _ in range(2):
@@ -143,7 +149,8 @@ def values(student, rng):
 @loss_exercise.check(
     points=2,
     hint="shift once: the logits at position t predict tokens[:, t+1], so use "
-    "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first token is "
+    "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first "
+    "token is "
     "never predicted",
 )
 def shift(student, rng):
@@ -170,7 +177,8 @@ def shift(student, rng):
 @loss_exercise.check(
     points=2,
     hint="targets equal to ignore_index (-100 by default) count neither in the sum "
-    "nor in the divisor: divide by the number of kept targets, not by B*(T-1); take the mask "
+    "nor in the divisor: divide by the number of kept targets, not by B*(T-1); "
+    "take the mask "
     "from tokens[:, 1:] (the targets), not tokens[:, :-1]",
 )
 def ignored_targets(student, rng):
@@ -197,7 +205,8 @@ def ignore_index_is_a_token_id(student, rng):
 
 @loss_exercise.check(
     points=1,
-    hint="with one kept target (b, t) the loss is -log softmax(logits[b, t-1])[tokens[b, t]]: "
+    hint="with one kept target (b, t) the loss is -log softmax(logits[b, "
+    "t-1])[tokens[b, t]]: "
     "the mean is over kept targets only",
 )
 def all_but_one_ignored(student, rng):
@@ -219,7 +228,8 @@ def all_but_one_ignored(student, rng):
 
 
 def _hf_case(rng):
-    """Right-padded input_ids, HF labels (-100 where attention_mask is 0), and the loss by a per-sequence loop."""
+    """Right-padded input_ids, HF labels (-100 where attention_mask is 0), and the loss
+    by a per-sequence loop."""
     g = torch_generator(rng)
     B, T, V = rng.randint(2, 4), rng.randint(4, 9), rng.randint(3, 20)
     lengths = [rng.randint(2, T) for _ in range(B)]
@@ -242,7 +252,8 @@ def _hf_case(rng):
 @loss_exercise.check(
     points=1,
     hint="Hugging Face labels are input_ids with -100 where attention_mask is 0: "
-    "pad positions are not targets, and every kept target of every sequence has the same weight",
+    "pad positions are not targets, and every kept target of every sequence has "
+    "the same weight",
 )
 def hf_padded_batch(student, rng):
     for _ in range(2):
@@ -271,7 +282,8 @@ def gradient(student, rng):
         f"{' of shape ' + str(tuple(got.shape)) if isinstance(got, torch.Tensor) else ''}; "
         "return a 0-dimensional tensor, which loss.backward() can start from",
     )
-    # The slope along a unit direction u, by central differences, must be <grad, u>: along the
+    # The slope along a unit direction u, by central differences, must be <grad,
+    # u>: along the
     # gradient itself (any wrong scale of the loss shows) and along a random direction.
     random_direction = torch.randn(
         logits.shape, generator=torch_generator(rng), dtype=torch.float64
@@ -285,7 +297,8 @@ def gradient(student, rng):
         want = (grad * u).sum().item()
         expect(
             abs(slope - want) <= 5e-4 + 1e-3 * abs(want),
-            f"{_loss_call(logits, tokens)}: the slope of your loss along {name} of the true loss (unit "
+            f"{_loss_call(logits, tokens)}: the slope of your loss along {name} of "
+            "the true loss (unit "
             f"length) is {slope:.5f}, the gradient of the true loss gives {want:.5f}",
         )
 
@@ -328,7 +341,8 @@ _WEIGHT_NAMES = {
 
 
 def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0):
-    """A causal pre-LN GPT-2 TransformerBlock with random weights (eval mode), drawn from `rng`."""
+    """A causal pre-LN GPT-2 TransformerBlock with random weights (eval mode), drawn
+    from `rng`."""
     g = torch_generator(rng)
     n_head = n_head or rng.randint(2, 4)
     d_head = d_head or rng.randint(4, 8)
@@ -386,7 +400,8 @@ def _block_input(rng, block, T=None, B=None):
 def _block_call(x, block):
     c = block.config
     return (
-        f"block_forward(x {tuple(x.shape)}, weights (d_model={c.d_model}, d_ff={c.d_ff}), "
+        f"block_forward(x {tuple(x.shape)}, weights (d_model={c.d_model}, "
+        f"d_ff={c.d_ff}), "
         f"n_head={c.n_head})"
     )
 
@@ -417,20 +432,18 @@ _BLOCK_MISTAKES = {
     "you did not scale the scores: divide q.k by sqrt(d_head)": dict(
         attention_scale=1.0
     ),
-    "you divided the scores by sqrt(d_model): divide by sqrt(d_head), the width of one head": dict(
-        attention_scale="d_model"
-    ),
-    "you normalised after the residual additions (post-LN): GPT-2 is pre-LN, h = x + attn(LN1(x))": dict(
-        pre_norm=False
-    ),
-    "you used the exact GELU: GPT-2 uses the tanh approximation, F.gelu(a, approximate='tanh')": dict(
-        activation="gelu"
-    ),
+    "you divided the scores by sqrt(d_model): divide by sqrt(d_head), the width of "
+    "one head": dict(attention_scale="d_model"),
+    "you normalised after the residual additions (post-LN): GPT-2 is pre-LN, h = x "
+    "+ attn(LN1(x))": dict(pre_norm=False),
+    "you used the exact GELU: GPT-2 uses the tanh approximation, F.gelu(a, "
+    "approximate='tanh')": dict(activation="gelu"),
 }
 
 
 def _block_mistakes(block, x) -> dict:
-    """What each known mistake returns: the same weights in a block whose config has that mistake."""
+    """What each known mistake returns: the same weights in a block whose config has
+    that mistake."""
     out = {}
     for description, change in _BLOCK_MISTAKES.items():
         if change.get("attention_scale") == "d_model":
@@ -472,20 +485,24 @@ def causal(student, rng):
     for out in (got, got_changed):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
             raise CheckFailed(
-                f"{_block_call(x, block)} must return a tensor of shape {tuple(x.shape)}"
+                f"{_block_call(x, block)} must return a tensor of shape "
+                f"{tuple(x.shape)}"
             )
     err = (got[:, :cut] - got_changed[:, :cut]).abs().max().item()
     expect(
         err <= 1e-5,
-        f"{_block_call(x, block)}: changing the inputs at positions {cut}.. changed the outputs "
-        f"at positions 0..{cut - 1} by up to {err:.2e}: earlier positions see later ones",
+        f"{_block_call(x, block)}: changing the inputs at positions {cut}.. "
+        "changed the outputs "
+        f"at positions 0..{cut - 1} by up to {err:.2e}: earlier positions see "
+        "later ones",
     )
 
 
 @block_exercise.check(
     points=1,
     hint="with one token the attention weight is 1 and the attention output is "
-    "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + MLP(LN2(h))",
+    "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + "
+    "MLP(LN2(h))",
 )
 def single_token(student, rng):
     block = _random_block(rng)
@@ -507,7 +524,8 @@ def wide_heads(student, rng):
 @block_exercise.check(
     points=1,
     hint="GPT-2's MLP uses the tanh approximation of GELU: "
-    "0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), i.e. F.gelu(a, approximate='tanh')",
+    "0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), i.e. F.gelu(a, "
+    "approximate='tanh')",
 )
 def gelu_tanh(student, rng):
     block = _random_block(

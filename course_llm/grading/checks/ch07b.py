@@ -30,7 +30,8 @@ schedule_exercise = register(
 
 
 def _schedule(rng, warmup=None) -> tuple[int, int, float, float]:
-    """A random (max_steps, warmup_steps, max_lr, min_lr); `warmup(max_steps)` draws the warm-up."""
+    """A random (max_steps, warmup_steps, max_lr, min_lr); `warmup(max_steps)` draws the
+    warm-up."""
     max_steps = rng.randint(20, 200)
     warmup_steps = warmup(max_steps) if warmup else rng.randint(3, max_steps // 3)
     max_lr = 10 ** rng.uniform(-4, -1)
@@ -48,15 +49,18 @@ def _compare(student, step, sched, want=None) -> None:
         p = (step - warmup_steps) / (max_steps - warmup_steps)
         wrong_p = (step - warmup_steps) / max_steps
         mistakes = {
-            "you divided by max_steps: the progress is p = (step - warmup_steps) / (max_steps - warmup_steps)": min_lr
+            "you divided by max_steps: the progress is p = (step - warmup_steps) / "
+            "(max_steps - warmup_steps)": min_lr
             + (max_lr - min_lr) * (1 + math.cos(math.pi * wrong_p)) / 2,
-            "you decayed towards 0, not towards min_lr: the rate is min_lr + (max_lr - min_lr) * "
+            "you decayed towards 0, not towards min_lr: the rate is min_lr + "
+            "(max_lr - min_lr) * "
             "(1 + cos(pi p)) / 2": max_lr * (1 + math.cos(math.pi * p)) / 2,
         }
     expect_number(
         got,
         want,
-        f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.4g}, {min_lr:.4g})",
+        f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.4g}, "
+        f"{min_lr:.4g})",
         rel=1e-6,
         abs_=1e-9 * max_lr,
         mistakes=mistakes,
@@ -144,7 +148,8 @@ def stays_at_min_lr(student, rng):
 @schedule_exercise.check(
     points=1,
     hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
-    "max_lr and the cosine runs over all max_steps steps (never divide by warmup_steps)",
+    "max_lr and the cosine runs over all max_steps steps (never divide by "
+    "warmup_steps)",
 )
 def no_warmup(student, rng):
     sched = _schedule(rng, warmup=lambda m: 0)
@@ -161,11 +166,13 @@ def no_warmup(student, rng):
     "differs)",
 )
 def matches_torch_schedulers(student, rng):
-    """Torch's scheduler chain, stepped through the whole schedule, at 20 or so of its steps."""
+    """Torch's scheduler chain, stepped through the whole schedule, at 20 or so of its
+    steps."""
     max_steps, warmup_steps, max_lr, min_lr = sched = _schedule(
         rng, warmup=lambda m: rng.randint(2, m // 3)
     )
-    # every phase and both joins, plus random steps (one call per step: the whole range would be slow)
+    # every phase and both joins, plus random steps (one call per step: the whole
+    # range would be slow)
     steps = {
         0,
         warmup_steps - 1,
@@ -175,7 +182,8 @@ def matches_torch_schedulers(student, rng):
         max_steps,
     }
     steps |= {rng.randint(0, max_steps) for _ in range(14)}
-    # the student's rates first: building the first optimizer imports torch._dynamo (about 1 s),
+    # the student's rates first: building the first optimizer imports
+    # torch._dynamo (about 1 s),
     # which is the grader's time, not the student's
     got = {step: student.cosine_schedule(step, *sched) for step in sorted(steps)}
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=max_lr)

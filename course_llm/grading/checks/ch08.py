@@ -35,7 +35,8 @@ def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
 
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
     """course_llm.generate.top_p_filter (tested against transformers' TopPLogitsWarper in the test suite),
-    checked here against a brute-force count of each row's nucleus. (Importing transformers inside a check
+    checked here against a brute-force count of each row's nucleus. (Importing
+    transformers inside a check
     took most of its 10 s time limit on a loaded machine.)"""
     want = _package_top_p(logits, p)
     if p < 1 and (~want.isinf()).sum(-1).tolist() != _brute_sizes(logits, p):
@@ -46,7 +47,8 @@ def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
 
 
 def _near_edge(logits: torch.Tensor, p: float, margin: float = 1e-4) -> bool:
-    """True if some row's descending cumulative probability is within `margin` of p (for p < 1)."""
+    """True if some row's descending cumulative probability is within `margin` of p (for
+    p < 1)."""
     if p >= 1:
         return False
     cum = logits.double().softmax(-1).sort(-1, descending=True).values.cumsum(-1)
@@ -61,7 +63,8 @@ def _nucleus_sizes(logits: torch.Tensor, p: float) -> list[int]:
 def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
     """Random tie-free logits (B, V) and p, away from the edge of the nucleus.
 
-    With `crossing`, some row's nucleus has two or more tokens and some row's leaves tokens out, so
+    With `crossing`, some row's nucleus has two or more tokens and some row's leaves
+    tokens out, so
     that both keeping and dropping the token that crosses p show.
     """
     g = torch_generator(rng)
@@ -83,7 +86,8 @@ def _call(logits, p):
 
 
 def _run(student, logits, p):
-    """Call the student on a copy; check the type, shape, -inf/unchanged entries; return the result."""
+    """Call the student on a copy; check the type, shape, -inf/unchanged entries; return
+    the result."""
     got = student.top_p_filter(logits.clone(), p)
     what = _call(logits, p)
     if not isinstance(got, torch.Tensor):
@@ -97,7 +101,8 @@ def _run(student, logits, p):
     removed = got.isinf() & (got < 0)
     expect(
         bool(torch.equal(got[~removed], logits[~removed])),
-        f"{what}: the kept entries must be the input logits unchanged (do not renormalise), and the "
+        f"{what}: the kept entries must be the input logits unchanged (do not "
+        "renormalise), and the "
         "removed ones -inf",
     )
     return got, removed
@@ -114,8 +119,10 @@ def _compare(student, logits, p, what_extra=""):
             n_kept, n_want = int(kept.sum()), int(nucleus.sum())
             if n_kept == n_want - 1 and bool((kept <= nucleus).all()):
                 why = (
-                    "you removed the token whose probability makes the cumulative sum cross p: keep it "
-                    "(the nucleus is the smallest set of top tokens whose mass reaches p)"
+                    "you removed the token whose probability makes the cumulative "
+                    "sum cross p: keep it "
+                    "(the nucleus is the smallest set of top tokens whose mass "
+                    "reaches p)"
                 )
             elif n_kept == n_want + 1 and bool((nucleus <= kept).all()):
                 why = "you kept one token past the nucleus: stop at the token that makes the cumulative sum reach p"
@@ -124,14 +131,16 @@ def _compare(student, logits, p, what_extra=""):
             else:
                 why = "you kept tokens that are not the most likely ones: sort by probability, descending"
             raise CheckFailed(
-                f"{_call(logits, p)}{what_extra}: {why}. Row {b} keeps {n_kept} tokens with total "
+                f"{_call(logits, p)}{what_extra}: {why}. Row {b} keeps {n_kept} "
+                "tokens with total "
                 f"probability {probs[kept].sum().item():.4g}; the nucleus has {n_want} "
                 f"tokens with total probability {probs[nucleus].sum().item():.4g}"
             )
 
 
 def _straddles(logits: torch.Tensor, p: float) -> bool:
-    """True if in some row the edge of the nucleus (after two or more tokens) falls inside a group of equal logits."""
+    """True if in some row the edge of the nucleus (after two or more tokens) falls
+    inside a group of equal logits."""
     sizes = _nucleus_sizes(logits, p)
     ranked = logits.sort(-1, descending=True).values
     return any(
@@ -147,7 +156,8 @@ def _compare_with_ties(student, logits, p):
     for b in range(logits.shape[0]):
         n_got, n_want = int((~removed[b]).sum()), int((~want[b]).sum())
         why = (
-            "you kept every token tied with the last one of the nucleus: keep only as many as needed to "
+            "you kept every token tied with the last one of the nucleus: keep only "
+            "as many as needed to "
             "reach p"
             if n_got > n_want
             else "you kept too few tokens"
@@ -164,7 +174,8 @@ def _compare_with_ties(student, logits, p):
             )
             expect(
                 bool(lowest_kept >= highest_removed),
-                f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: row {b} removes a token more "
+                f"{_call(logits, p)} with tied logits {few(logits[b], limit=8)}: "
+                f"row {b} removes a token more "
                 "likely than one it keeps",
             )
 
@@ -192,7 +203,8 @@ top_p_exercise = register(
 @top_p_exercise.check(
     points=3,
     hint="sort each row by probability (softmax of the logits), descending; keep "
-    "tokens while the probability mass before them is below p: the token that makes the "
+    "tokens while the probability mass before them is below p: the token that "
+    "makes the "
     "cumulative sum reach p is kept",
 )
 def values(student, rng):
@@ -222,7 +234,8 @@ def top_token_kept(student, rng):
 @top_p_exercise.check(
     points=1,
     hint="with p = 1 every token is kept, but a float cumulative sum from the "
-    "top may reach 1.0 before the last token: remove the least likely tokens whose mass "
+    "top may reach 1.0 before the last token: remove the least likely tokens whose "
+    "mass "
     "is <= 1 - p (summing from the bottom) instead",
 )
 def p_one_keeps_all(student, rng):
@@ -231,7 +244,8 @@ def p_one_keeps_all(student, rng):
         _, removed = _run(student, logits, 1.0)
         expect(
             not bool(removed.any()),
-            f"{_call(logits, 1.0)} removed {int(removed.sum())} tokens; p = 1 keeps all",
+            f"{_call(logits, 1.0)} removed {int(removed.sum())} tokens; p = 1 "
+            "keeps all",
         )
 
 
@@ -312,8 +326,10 @@ def _gapped(logp, scores, gap=1e-4):
 def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
     """Log-probs (k, V) (each row a log-softmax) and beam scores (k,), without near-ties at the top.
 
-    `first`: scores [0, -inf, ...] (the first step, k copies of the prompt), drawn so that some
-    -inf beam has a token among the k best log-probabilities (ranking must use the scores);
+    `first`: scores [0, -inf, ...] (the first step, k copies of the prompt), drawn so
+    that some
+    -inf beam has a token among the k best log-probabilities (ranking must use the
+    scores);
     `lead`: one beam 50 nats ahead of the others; `shared`: two of the k best candidates
     extend the same beam.
     """
@@ -344,7 +360,8 @@ def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
 
 
 def _beam_brute(logp, scores, n=None):
-    """Every (beam, token) candidate with its total score, best first, by plain Python sorting."""
+    """Every (beam, token) candidate with its total score, best first, by plain Python
+    sorting."""
     cands = [
         (float(scores[b]) + float(logp[b, t]), b, t)
         for b in range(logp.size(0))
@@ -388,16 +405,19 @@ def _compare_beams(student, logp, scores, extra=""):
     expect(
         all(abs(s - w[0]) <= 1e-5 * max(1.0, abs(w[0])) for s, w in zip(score, want)),
         f"{why}{what}{extra}: scores {few(score)}, expected the k best totals "
-        f"scores[b] + logp[b, t] over all beams and tokens, best first: {few([w[0] for w in want])}",
+        "scores[b] + logp[b, t] over all beams and tokens, best first: "
+        f"{few([w[0] for w in want])}",
     )
     expect(
         pairs == [(w[1], w[2]) for w in want],
-        f"{why}{what}{extra}: (parent, token) pairs {pairs}, expected {[(w[1], w[2]) for w in want]}",
+        f"{why}{what}{extra}: (parent, token) pairs {pairs}, expected "
+        f"{[(w[1], w[2]) for w in want]}",
     )
 
 
 def _beam_mistake(logp, scores, pairs, score) -> str:
-    """Which known mistake chose these (parent, token) pairs and `score`s, as the start of a message; else ""."""
+    """Which known mistake chose these (parent, token) pairs and `score`s, as the start
+    of a message; else ""."""
     k = logp.size(0)
     best = sorted(
         (
@@ -410,7 +430,8 @@ def _beam_mistake(logp, scores, pairs, score) -> str:
         abs(s - w[0]) <= 1e-4 * max(1.0, abs(w[0])) for s, w in zip(score, best)
     ):
         return (
-            "you took the best token of each beam: rank all k x V candidates together (one beam may "
+            "you took the best token of each beam: rank all k x V candidates "
+            "together (one beam may "
             "supply several). "
         )
     if pairs == [(b, t) for _, b, t in _beam_brute(logp, torch.zeros(k))]:
@@ -444,7 +465,8 @@ def scores_consistent(student, rng):
         total = float(scores[p] + logp[p, t])
         expect(
             abs(s - total) <= 1e-5 * max(1.0, abs(total)),
-            f"{what}: score {s:.4f} for (parent {p}, token {t}), but scores[{p}] + logp[{p}, {t}] = {total:.4f}",
+            f"{what}: score {s:.4f} for (parent {p}, token {t}), but scores[{p}] + "
+            f"logp[{p}, {t}] = {total:.4f}",
         )
 
 
@@ -488,7 +510,8 @@ kv_append_exercise = register(
 
 
 def _kv_case(rng, length=None, T=None):
-    """Random caches (B, H, L_max, d) already holding `length` positions, and T new positions."""
+    """Random caches (B, H, L_max, d) already holding `length` positions, and T new
+    positions."""
     g = torch_generator(rng)
     B, H, d, L_max = (
         rng.randint(1, 3),
@@ -504,7 +527,8 @@ def _kv_case(rng, length=None, T=None):
 
 
 def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
-    """course_llm.kv_cache.KVCache.update on copies: (cache k, cache v, returned k, returned v)."""
+    """course_llm.kv_cache.KVCache.update on copies: (cache k, cache v, returned k,
+    returned v)."""
     cache = _KVCache(*(k_cache.shape[:2]), k_cache.size(2), k_cache.size(3))
     cache.k, cache.v, cache.length = k_cache.clone(), v_cache.clone(), length
     k, v = cache.update(k_new, v_new)
@@ -512,7 +536,8 @@ def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
 
 
 def _kv_call(student, k_cache, v_cache, length, k_new, v_new):
-    """Call the student (who writes into k_cache, v_cache); check the result's type and shape."""
+    """Call the student (who writes into k_cache, v_cache); check the result's type and
+    shape."""
     got = student.kv_append(k_cache, v_cache, length, k_new, v_new)
     what = (
         f"kv_append(k_cache {tuple(k_cache.shape)}, v_cache, length={length}, "
@@ -548,7 +573,8 @@ def returns_prefix(student, rng):
         (k, v), what = _kv_call(student, *[c.clone() for c in case[:2]], *case[2:])
         expect(
             torch.equal(k, want[2]) and torch.equal(v, want[3]),
-            f"{what}: the returned keys/values are not the cached positions 0..length-1 followed "
+            f"{what}: the returned keys/values are not the cached positions "
+            "0..length-1 followed "
             "by the new ones",
         )
 
@@ -566,8 +592,10 @@ def writes_in_place(student, rng):
         _, what = _kv_call(student, k_cache, v_cache, *case[2:])
         expect(
             torch.equal(k_cache, want[0]) and torch.equal(v_cache, want[1]),
-            f"{what}: after the call, k_cache and v_cache must hold the new keys/values at positions "
-            f"{case[2]}..{case[2] + case[3].size(2) - 1} and be unchanged everywhere else",
+            f"{what}: after the call, k_cache and v_cache must hold the new "
+            "keys/values at positions "
+            f"{case[2]}..{case[2] + case[3].size(2) - 1} and be unchanged "
+            "everywhere else",
         )
 
 
@@ -592,7 +620,8 @@ def decoding_loop(student, rng):
         length += T
         expect(
             torch.equal(k, torch.cat(ks, 2)) and torch.equal(v, torch.cat(vs, 2)),
-            f"after appending {len(ks)} chunks ({length} positions) from an empty cache, {what} did "
+            f"after appending {len(ks)} chunks ({length} positions) from an empty "
+            f"cache, {what} did "
             "not return all of them in order",
         )
 
@@ -614,6 +643,7 @@ def overflow_raises(student, rng):
         )
         return
     raise CheckFailed(
-        f"kv_append with length={length} and {k_new.size(2)} new positions into a cache of "
+        f"kv_append with length={length} and {k_new.size(2)} new positions into a "
+        "cache of "
         f"{k_cache.size(2)} returned instead of raising ValueError"
     )

@@ -36,7 +36,8 @@ SPECIAL = (PAD, CLS, SEP)
 
 
 def _batch(rng, vocab_size, B=64, T=64):
-    """(B, T) ids: [CLS] a [SEP] b [SEP] with ordinary tokens, some rows padded at the end."""
+    """(B, T) ids: [CLS] a [SEP] b [SEP] with ordinary tokens, some rows padded at the
+    end."""
     g = torch_generator(rng)
     ids = torch.randint(4, vocab_size, (B, T), generator=g)
     cut = rng.randint(3, T - 4)
@@ -63,7 +64,8 @@ def _call(student, ids, vocab_size, p):
             )
         expect(
             t.shape == ids.shape,
-            f"{what} returned {name} of shape {tuple(t.shape)}, expected {tuple(ids.shape)}",
+            f"{what} returned {name} of shape {tuple(t.shape)}, expected "
+            f"{tuple(ids.shape)}",
         )
         expect(
             not t.dtype.is_floating_point,
@@ -111,12 +113,14 @@ def labels_and_unselected(student, rng):
     expect(
         not bad.any(),
         f"{what}: a label differs from the original id at a selected position "
-        f"(label {y[bad][:1].tolist()}, original {ids[bad][:1].tolist()}); take labels from input_ids, not from the corrupted copy",
+        f"(label {y[bad][:1].tolist()}, original {ids[bad][:1].tolist()}); take "
+        "labels from input_ids, not from the corrupted copy",
     )
     changed = ~sel & (x != ids)
     expect(
         not changed.any(),
-        f"{what}: {int(changed.sum())} unselected positions were changed (label -100 but "
+        f"{what}: {int(changed.sum())} unselected positions were changed (label "
+        "-100 but "
         "input differs); only selected tokens may be corrupted",
     )
 
@@ -161,7 +165,8 @@ def selection_rate(student, rng):
 @masking_exercise.check(
     points=2,
     hint="of the SELECTED tokens: 80% become mask_id, 10% a random id, 10% stay as "
-    "they are (draw 'random' with probability 0.5 among those not masked, i.e. 0.1 / 0.2)",
+    "they are (draw 'random' with probability 0.5 among those not masked, i.e. 0.1 "
+    "/ 0.2)",
 )
 def replacement_rates(student, rng):
     V = rng.randint(30, 200)
@@ -178,10 +183,12 @@ def replacement_rates(student, rng):
     why = (
         ""
         if 0.05 <= replaced / max(k, 1) <= 0.15
-        else "; every selected token that is not masked was replaced: half of them (10% of the selected) must stay "
+        else "; every selected token that is not masked was replaced: half of them "
+        "(10% of the selected) must stay "
         "as they are"
         if replaced > 0.15 * k
-        else "; too few random replacements: among the selected tokens that are not masked, draw 'random' with "
+        else "; too few random replacements: among the selected tokens that are "
+        "not masked, draw 'random' with "
         "probability 0.1 / 0.2 = 0.5, not 0.1"
     )
     _within(
@@ -213,7 +220,8 @@ def random_tokens_uniform(student, rng):
         ((rnd >= 0) & (rnd < V)).all(),
         f"{what}: a random replacement is outside [0, {V})",
     )
-    # a random draw equal to the original or to mask_id is invisible: compare the visible ids
+    # a random draw equal to the original or to mask_id is invisible: compare the
+    # visible ids
     # to the uniform law on the other ids, position by position (chi-square, p = 1e-4)
     counts = torch.bincount(rnd, minlength=V).double()
     orig = ids[sel & (x != ids) & (x != MASK)]
@@ -229,5 +237,6 @@ def random_tokens_uniform(student, rng):
     expect(
         chi2 < limit,
         f"{what}: random replacements are not uniform over the vocabulary "
-        f"(chi-square {chi2:.0f} with {dof} degrees of freedom); counts per id {counts.long().tolist()}",
+        f"(chi-square {chi2:.0f} with {dof} degrees of freedom); counts per id "
+        f"{counts.long().tolist()}",
     )

@@ -8,15 +8,31 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..core import CheckFailed, Exercise, expect, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['patchify_exercise', 'square_grey_images', 'non_square_images', 'several_channels']
 
 # %% ../../../nbs/grading/checks/ch09c.ipynb #1cd96b65
-patchify_exercise = register(Exercise(
-    "09_patchify", ["patchify"], title="Images as patch tokens (ViT)",
-    forbidden=("course_llm.vit.patchify", "course_llm.vit.ViT", "torch.nn.functional.unfold", "torch.nn.Unfold")))
+patchify_exercise = register(
+    Exercise(
+        "09_patchify",
+        ["patchify"],
+        title="Images as patch tokens (ViT)",
+        forbidden=(
+            "course_llm.vit.patchify",
+            "course_llm.vit.ViT",
+            "torch.nn.functional.unfold",
+            "torch.nn.Unfold",
+        ),
+    )
+)
 
 
 def _images(rng, C, square=True):
@@ -31,29 +47,47 @@ def _compare(student, x, p):
     what = f"patchify(images {tuple(x.shape)}, {p})"
     got = student.patchify(x, p)
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a torch.Tensor")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a torch.Tensor"
+        )
     want = F.unfold(x, p, stride=p).transpose(1, 2)
-    expect(tuple(got.shape) == tuple(want.shape), f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+    expect(
+        tuple(got.shape) == tuple(want.shape),
+        f"{what} returned shape {tuple(got.shape)}, expected {tuple(want.shape)}",
+    )
     err = (got.double() - want.double()).abs().max().item()
-    expect(err == 0, f"{what}: patches differ from the expected ones (largest difference {err:.3g})")
+    expect(
+        err == 0,
+        f"{what}: patches differ from the expected ones (largest difference {err:.3g})",
+    )
 
 # %% ../../../nbs/grading/checks/ch09c.ipynb #87a643ec
-@patchify_exercise.check(points=2, hint="reshape to (B, C, H/p, p, W/p, p), move the two patch-grid axes to the "
-                         "front, (B, H/p, W/p, C, p, p), then flatten: a plain reshape mixes pixels of different patches")
+@patchify_exercise.check(
+    points=2,
+    hint="reshape to (B, C, H/p, p, W/p, p), move the two patch-grid axes to the "
+    "front, (B, H/p, W/p, C, p, p), then flatten: a plain reshape mixes pixels of "
+    "different patches",
+)
 def square_grey_images(student, rng):
     x, p = _images(rng, C=1)
     _compare(student, x, p)
 
 
-@patchify_exercise.check(points=1, hint="patches go row by row (left to right, then top to bottom); with H != W use "
-                         "H/p rows and W/p columns")
+@patchify_exercise.check(
+    points=1,
+    hint="patches go row by row (left to right, then top to bottom); with H != W use "
+    "H/p rows and W/p columns",
+)
 def non_square_images(student, rng):
     x, p = _images(rng, C=1, square=False)
     _compare(student, x, p)
 
 
-@patchify_exercise.check(points=1, hint="flatten each patch in (channel, row, column) order: all of channel 0's "
-                         "p*p pixels, then channel 1's")
+@patchify_exercise.check(
+    points=1,
+    hint="flatten each patch in (channel, row, column) order: all of channel 0's "
+    "p*p pixels, then channel 1's",
+)
 def several_channels(student, rng):
     x, p = _images(rng, C=rng.randint(2, 3))
     _compare(student, x, p)

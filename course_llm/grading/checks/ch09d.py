@@ -56,13 +56,15 @@ def _as_ints(x, n, what):
         return [int(v) for v in t.tolist()]
     except (TypeError, ValueError, RuntimeError):
         raise CheckFailed(
-            f"{what} returned {type(x).__name__} values; return integer tensors (or ints)"
+            f"{what} returned {type(x).__name__} values; return integer tensors "
+            "(or ints)"
         ) from None
 
 
 def _compare(student, s, e, max_len, allowed=None, batched=True):
     what = (
-        f"best_span(scores of shape {tuple(s.shape if batched else s[0].shape)}, max_len={max_len}"
+        f"best_span(scores of shape {tuple(s.shape if batched else s[0].shape)}, "
+        f"max_len={max_len}"
         f"{', allowed' if allowed is not None else ''})"
     )
     if batched:
@@ -116,8 +118,10 @@ def _compare(student, s, e, max_len, allowed=None, batched=True):
 def _row(rng, T, trap, max_len):
     """Scores of one example of length T with a trap that a plausible bug falls into; returns (s, e, allowed).
 
-    trap "order": the best start lies after the best end; "length": the best pair spans max_len + 1 tokens;
-    "allowed": a question (first tokens) and a tail (last token) that are not allowed carry the best scores.
+    trap "order": the best start lies after the best end; "length": the best pair spans
+    max_len + 1 tokens;
+    "allowed": a question (first tokens) and a tail (last token) that are not allowed
+    carry the best scores.
     """
     g = torch_generator(rng)
     s, e = torch.randn(T, generator=g), torch.randn(T, generator=g)

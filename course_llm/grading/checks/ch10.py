@@ -47,7 +47,8 @@ def _sentinel(k):
 def _span_oracle(tokens, mask):
     """Brute force: cut the sequence into maximal runs of equal mask, write both sides run by run.
 
-    Cross-checked against `course_llm.objectives.span_corruption`, which walks token by token.
+    Cross-checked against `course_llm.objectives.span_corruption`, which walks token by
+    token.
     """
     inputs, targets, k = [], [], 0
     for noise, run in groupby(zip(tokens, mask), key=lambda pair: pair[1]):
@@ -70,7 +71,8 @@ def _span_oracle(tokens, mask):
 def _from_runs(rng, spans, lead, trail):
     """Tokens and a mask with noise runs of the given lengths, separated by 1-3 clean tokens.
 
-    `lead` / `trail`: whether a clean stretch comes before the first / after the last run.
+    `lead` / `trail`: whether a clean stretch comes before the first / after the last
+    run.
     """
     mask = [False] * (rng.randint(1, 3) if lead else 0)
     for i, s in enumerate(spans):
@@ -91,7 +93,8 @@ def _compare_spans(student, tokens, mask, note=""):
         got = (list(got_inputs), list(got_targets))
     except (TypeError, ValueError):
         raise CheckFailed(
-            f"{what} returned {type(got).__name__}; return a pair (inputs, targets) of lists"
+            f"{what} returned {type(got).__name__}; return a pair (inputs, "
+            "targets) of lists"
         ) from None
     expect(got[0] == want[0], f"{what}: inputs {got[0]}, expected {want[0]}")
     expect(got[1] == want[1], f"{what}: targets {got[1]}, expected {want[1]}")
@@ -104,8 +107,10 @@ __all__ = ['WORDS', 'span_exercise', 'cross_exercise', 'random_masks', 'adjacent
 @span_exercise.check(
     points=3,
     hint="walk the tokens once: a masked token right after an unmasked one (or at "
-    "the start) opens a new span, written as <extra_id_k> in the inputs and as <extra_id_k> "
-    "followed by the span's tokens in the targets; k counts spans from 0; the targets end with "
+    "the start) opens a new span, written as <extra_id_k> in the inputs and as "
+    "<extra_id_k> "
+    "followed by the span's tokens in the targets; k counts spans from 0; the "
+    "targets end with "
     "one more sentinel",
 )
 def random_masks(student, rng):
@@ -134,7 +139,8 @@ def adjacent_merge(student, rng):
 @span_exercise.check(
     points=2,
     hint="a span may start at the first token (there is no previous token to look "
-    "at: noise_mask[-1] is the LAST token in Python) and may end at the last token (write it "
+    "at: noise_mask[-1] is the LAST token in Python) and may end at the last token "
+    "(write it "
     "before the final sentinel)",
 )
 def mask_at_edges(student, rng):
@@ -175,7 +181,8 @@ cross_exercise = register(
 
 
 def _cross_case(rng, n_heads, d_kv, T, S, B=None):
-    """Decoder states x (B, T, d_model), encoder states z (B, S, d_model) and T5-style weights."""
+    """Decoder states x (B, T, d_model), encoder states z (B, S, d_model) and T5-style
+    weights."""
     g = torch_generator(rng)
     B = B or rng.randint(1, 3)
     d_model, inner = (
@@ -194,7 +201,8 @@ def _cross_case(rng, n_heads, d_kv, T, S, B=None):
 
 
 def _cross_oracle(x, z, w, n_heads, z_mask=None):
-    """PyTorch's scaled_dot_product_attention with scale=1 in float64, cross-checked with the chapter's module."""
+    """PyTorch's scaled_dot_product_attention with scale=1 in float64, cross-checked
+    with the chapter's module."""
     B, T, d_model = x.shape
     S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
 
@@ -234,7 +242,8 @@ def _cross_oracle(x, z, w, n_heads, z_mask=None):
 
 def _cross_call(x, z, w, n_heads, z_mask=None):
     text = (
-        f"cross_attention(x {tuple(x.shape)}, z {tuple(z.shape)}, w_q {tuple(w['w_q'].shape)}, ..., "
+        f"cross_attention(x {tuple(x.shape)}, z {tuple(z.shape)}, w_q "
+        f"{tuple(w['w_q'].shape)}, ..., "
         f"n_heads={n_heads}"
     )
     return text + (f", z_mask {z_mask.int().tolist()})" if z_mask is not None else ")")
@@ -281,7 +290,8 @@ def _cross_mistakes(x, z, w, n_heads):
 
     return {
         "you divided the scores by sqrt(d_kv): T5 does not scale them": attend(),
-        "you applied a causal mask: the decoder attends to every encoder position (no mask but z_mask)": attend(
+        "you applied a causal mask: the decoder attends to every encoder position "
+        "(no mask but z_mask)": attend(
             attn_mask=torch.ones(T, S, dtype=torch.bool).tril(), scale=1.0
         ),
     }
@@ -302,7 +312,8 @@ def single_head(student, rng):
 @cross_exercise.check(
     points=2,
     hint="d_kv = w_q.shape[0] // n_heads; head h uses columns h*d_kv:(h+1)*d_kv of "
-    "Q, K and V: reshape (B, T, n_heads*d_kv) to (B, T, n_heads, d_kv), then move the head "
+    "Q, K and V: reshape (B, T, n_heads*d_kv) to (B, T, n_heads, d_kv), then move "
+    "the head "
     "axis before T; to merge, transpose back before reshaping to (B, T, n_heads*d_kv)",
 )
 def multi_head(student, rng):
@@ -338,8 +349,10 @@ def unscaled(student, rng):
 @cross_exercise.check(
     points=2,
     hint="z_mask (B, S) marks the encoder positions that exist (True) or are padding "
-    "(False); it masks KEYS: scores[b, :, :, s] = -inf where z_mask[b, s] is False, broadcast "
-    "over heads and decoder positions (z_mask[:, None, None, :]), never over the queries",
+    "(False); it masks KEYS: scores[b, :, :, s] = -inf where z_mask[b, s] is "
+    "False, broadcast "
+    "over heads and decoder positions (z_mask[:, None, None, :]), never over the "
+    "queries",
 )
 def encoder_padding(student, rng):
     n_heads = rng.randint(1, 3)
@@ -362,8 +375,10 @@ def encoder_padding(student, rng):
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
         raise CheckFailed(f"{what} must return a tensor of shape {tuple(want.shape)}")
     expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    # Each row must equal your own result on that row with its padding cut off (and no mask): padding
-    # is invisible. Comparing with your own function keeps this check about the mask alone.
+    # Each row must equal your own result on that row with its padding cut off
+    # (and no mask): padding
+    # is invisible. Comparing with your own function keeps this check about the
+    # mask alone.
     for b, n in enumerate(lengths):
         alone = _student(student, x[b : b + 1], z[b : b + 1, :n], w, n_heads)
         if not isinstance(alone, torch.Tensor) or tuple(alone.shape) != (
@@ -372,14 +387,17 @@ def encoder_padding(student, rng):
             want.shape[-1],
         ):
             raise CheckFailed(
-                f"{_cross_call(x[b : b + 1], z[b : b + 1, :n], w, n_heads)} must return a tensor of "
+                f"{_cross_call(x[b : b + 1], z[b : b + 1, :n], w, n_heads)} must "
+                "return a tensor of "
                 f"shape {(1, T, want.shape[-1])}"
             )
         err = (got[b].double() - alone[0].double()).abs().max().item()
         expect(
             err <= 1e-4,
-            f"{what}: row {b} (length {n}) differs by {err:.2e} from your result on the same row "
-            f"without its {S - n} padding position(s): the padding leaks into the output",
+            f"{what}: row {b} (length {n}) differs by {err:.2e} from your result "
+            "on the same row "
+            f"without its {S - n} padding position(s): the padding leaks into the "
+            "output",
         )
 
 
@@ -414,12 +432,14 @@ def not_causal(student, rng):
     for out in (got, got_changed):
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
             raise CheckFailed(
-                f"{_cross_call(x, z, w, n_heads)} must return a tensor of shape {tuple(x.shape)}"
+                f"{_cross_call(x, z, w, n_heads)} must return a tensor of shape "
+                f"{tuple(x.shape)}"
             )
     moved = (got_changed.double() - got.double()).abs().amax(-1)  # (B, T)
     b, t = divmod(int(moved.argmin()), T)
     expect(
         moved.min().item() > 1e-6,
         f"{_cross_call(x, z, w, n_heads)}: changing the last encoder position "
-        f"({S - 1}) did not change the output of decoder position {t} (batch row {b}): it cannot see it",
+        f"({S - 1}) did not change the output of decoder position {t} (batch row "
+        f"{b}): it cannot see it",
     )

@@ -29,7 +29,8 @@ def _oracle(query, docs, k1, b, epsilon=0.25):
 def _collection(rng, common=False):
     """Random docs, none of length avgdl, and their terms with idf > 0.
 
-    Without `common` no term is in more than half of the documents (every idf >= 0, no floor).
+    Without `common` no term is in more than half of the documents (every idf >= 0, no
+    floor).
     """
     while True:
         N = rng.randint(4, 10)
@@ -72,7 +73,8 @@ def _compare(student, query, docs, k1=1.5, b=0.75, note=""):
         got = [float(x) for x in got]
     except (TypeError, ValueError):
         raise CheckFailed(
-            f"{what} returned {type(got).__name__}; return a list of floats, one per document"
+            f"{what} returned {type(got).__name__}; return a list of floats, one "
+            "per document"
         )
     expect(
         len(got) == len(docs),
@@ -85,7 +87,8 @@ def _compare(student, query, docs, k1=1.5, b=0.75, note=""):
                 for x, y in zip(got, _oracle(query, docs, k1, 0.0))
             )
             why = (
-                "; these are the scores without length normalisation (b = 0): divide by "
+                "; these are the scores without length normalisation (b = 0): "
+                "divide by "
                 "f + k1 (1 - b + b |D| / avgdl)"
                 if flat
                 else ""
@@ -175,7 +178,8 @@ def unseen_query_terms(student, rng):
 @bm25_exercise.check(
     points=1,
     hint="a term in more than half of the documents has a negative idf; replace it by "
-    "0.25 times the mean idf over all terms of the collection (computed before flooring)",
+    "0.25 times the mean idf over all terms of the collection (computed before "
+    "flooring)",
 )
 def common_terms_floor(student, rng):
     docs, seen = _collection(rng, common=True)

@@ -8,33 +8,43 @@ from __future__ import annotations
 from ..core import CheckFailed, Exercise, expect, register
 from ...sft import sft_labels as _package_sft_labels
 
-IM_START, IM_END, NL = 50, 51, 10                      # toy ids: content tokens are drawn from 0..49
+IM_START, IM_END, NL = 50, 51, 10  # toy ids: content tokens are drawn from 0..49
 ROLE = {"system": 52, "user": 53, "assistant": 54}
-HEADER = [IM_START, ROLE["assistant"], NL]             # "<|im_start|>assistant\n"
+HEADER = [IM_START, ROLE["assistant"], NL]  # "<|im_start|>assistant\n"
 
-response_mask_exercise = register(Exercise(
-    "12_response_mask", ["response_labels"], title="Response-only loss masking for SFT",
-    forbidden=("course_llm.sft.sft_labels", "course_llm.sft.build_sft_example")))
+response_mask_exercise = register(
+    Exercise(
+        "12_response_mask",
+        ["response_labels"],
+        title="Response-only loss masking for SFT",
+        forbidden=("course_llm.sft.sft_labels", "course_llm.sft.build_sft_example"),
+    )
+)
 
 
 def _conversation(rng, roles, cut=False):
-    """Token ids of a toy chat and its labels, built turn by turn with `course_llm.sft.sft_labels`."""
+    """Token ids of a toy chat and its labels, built turn by turn with
+    `course_llm.sft.sft_labels`."""
     ids, labels, brute = [], [], []
     for role in roles:
         content = [rng.randrange(50) for _ in range(rng.randint(1, 6))]
         head = [IM_START, ROLE[role], NL]
         if role == "assistant":
-            turn_ids, turn_labels = _package_sft_labels(head, content + [IM_END], ignore_index=-1)
+            turn_ids, turn_labels = _package_sft_labels(
+                head, content + [IM_END], ignore_index=-1
+            )
             brute += [-1] * 3 + content + [IM_END] + [-1]
         else:
-            turn_ids = head + content + [IM_END]           # no response: every label ignored
+            turn_ids = head + content + [IM_END]  # no response: every label ignored
             turn_labels = [-1] * len(turn_ids)
             brute += [-1] * (len(content) + 4) + [-1]
         ids += turn_ids + [NL]
         labels += turn_labels + [-1]
     if labels != brute:
-        raise RuntimeError("check error: the two oracles disagree; tell the course authors")
-    if cut:                                            # stop inside the last reply, before its <|im_end|>
+        raise RuntimeError(
+            "check error: the two oracles disagree; tell the course authors"
+        )
+    if cut:  # stop inside the last reply, before its <|im_end|>
         n = len(ids) - 2 - rng.randint(1, 2)
         ids, labels = ids[:n], labels[:n]
     return ids, labels
@@ -42,43 +52,77 @@ def _conversation(rng, roles, cut=False):
 
 def _compare(student, ids, labels, ignore_index=-100, note=""):
     want = [ignore_index if l == -1 else l for l in labels]
-    what = f"response_labels(ids of length {len(ids)}, ignore_index={ignore_index}){note}"
-    got = student.response_labels(list(ids), list(HEADER), IM_END, ignore_index=ignore_index)
+    what = (
+        f"response_labels(ids of length {len(ids)}, ignore_index={ignore_index}){note}"
+    )
+    got = student.response_labels(
+        list(ids), list(HEADER), IM_END, ignore_index=ignore_index
+    )
     try:
         got = [int(x) for x in got]
     except TypeError:
-        raise CheckFailed(f"{what} returned a {type(got).__name__}; return a list of ints") from None
-    expect(len(got) == len(ids), f"{what} returned {len(got)} labels for {len(ids)} ids")
+        raise CheckFailed(
+            f"{what} returned a {type(got).__name__}; return a list of ints"
+        ) from None
+    expect(
+        len(got) == len(ids), f"{what} returned {len(got)} labels for {len(ids)} ids"
+    )
     bad = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
-    expect(not bad, f"{what}: wrong label at position {bad[0] if bad else 0} (got "
-           f"{got[bad[0]] if bad else None}, expected {want[bad[0]] if bad else None}); ids={ids}")
+    expect(
+        not bad,
+        f"{what}: wrong label at position {bad[0] if bad else 0} (got "
+        f"{got[bad[0]] if bad else None}, expected "
+        f"{want[bad[0]] if bad else None}); ids={ids}",
+    )
 
 
-@response_mask_exercise.check(points=3, hint="labels equal the ids on the assistant's content and its closing "
-                              "<|im_end|>; the header <|im_start|>assistant\\n and the user turn get ignore_index")
+@response_mask_exercise.check(
+    points=3,
+    hint="labels equal the ids on the assistant's content and its closing "
+    "<|im_end|>; the header <|im_start|>assistant\\n and the user turn get "
+    "ignore_index",
+)
 def single_turn(student, rng):
     for _ in range(3):
         _compare(student, *_conversation(rng, ["user", "assistant"]))
 
 
-@response_mask_exercise.check(points=2, hint="every assistant reply is trained, not only the first or the last; "
-                              "system and user turns never are")
+@response_mask_exercise.check(
+    points=2,
+    hint="every assistant reply is trained, not only the first or the last; "
+    "system and user turns never are",
+)
 def multi_turn(student, rng):
     for _ in range(3):
-        roles = ["system"] * rng.randint(0, 1) + ["user", "assistant"] * rng.randint(2, 4)
+        roles = ["system"] * rng.randint(0, 1) + ["user", "assistant"] * rng.randint(
+            2, 4
+        )
         _compare(student, *_conversation(rng, roles), note=" (several turns)")
 
 
-@response_mask_exercise.check(points=1, hint="a reply cut by the context window has no <|im_end|>: its tokens up "
-                              "to the end of ids are still labels")
+@response_mask_exercise.check(
+    points=1,
+    hint="a reply cut by the context window has no <|im_end|>: its tokens up "
+    "to the end of ids are still labels",
+)
 def truncated(student, rng):
-    _compare(student, *_conversation(rng, ["user", "assistant"], cut=True), note=" (cut inside the reply)")
+    _compare(
+        student,
+        *_conversation(rng, ["user", "assistant"], cut=True),
+        note=" (cut inside the reply)",
+    )
 
 
-@response_mask_exercise.check(points=1, hint="use the ignore_index argument, do not hard-code -100")
+@response_mask_exercise.check(
+    points=1, hint="use the ignore_index argument, do not hard-code -100"
+)
 def ignore_index(student, rng):
-    _compare(student, *_conversation(rng, ["user", "assistant"] * 2), ignore_index=-7, note=" (custom ignore)")
-
+    _compare(
+        student,
+        *_conversation(rng, ["user", "assistant"] * 2),
+        ignore_index=-7,
+        note=" (custom ignore)",
+    )
 
 # %% auto #0
 __all__ = ['IM_START', 'IM_END', 'NL', 'ROLE', 'HEADER', 'response_mask_exercise', 'single_turn', 'multi_turn', 'truncated',

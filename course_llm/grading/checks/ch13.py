@@ -68,16 +68,16 @@ def _bt_compare(student, a, b, note=""):
     got = student.bradley_terry_loss(a.clone(), b.clone())
     mistakes = {
         "you summed over the batch: take the mean": _bt_oracle(a, b) * len(a),
-        "you swapped the arguments: the loss is -log(sigmoid(r_chosen - r_rejected))": _bt_oracle(
-            b, a
-        ),
+        "you swapped the arguments: the loss is -log(sigmoid(r_chosen - "
+        "r_rejected))": _bt_oracle(b, a),
     }
     expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5, mistakes=mistakes)
 
 
 @bt_exercise.check(
     points=3,
-    hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it over "
+    hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it "
+    "over "
     "the batch; the chosen response's reward comes first",
 )
 def values(student, rng):
@@ -129,7 +129,8 @@ gae_exercise = register(
 
 
 def _gae_brute(r, v, gamma, lam, mask):
-    """A_t = sum_l (gamma lam)^l delta_{t+l}, summed explicitly in float64 over each row's real steps."""
+    """A_t = sum_l (gamma lam)^l delta_{t+l}, summed explicitly in float64 over each
+    row's real steps."""
     r, v, mask = r.double().tolist(), v.double().tolist(), mask.tolist()
     out = []
     for rb, vb, mb in zip(r, v, mask):
@@ -168,7 +169,8 @@ def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
     )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailed(
-            f"{what} returned {type(got).__name__}; return a tuple (advantages, returns)"
+            f"{what} returned {type(got).__name__}; return a tuple (advantages, "
+            "returns)"
         )
     adv, ret = (_tensor_result(x, r.shape, what) for x in got)
     want_adv, want_ret = _package_gae(r, v, gamma, lam, mask)
@@ -181,7 +183,8 @@ def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
 
 
 def _gae_recursion(r, v, gamma, factor):
-    """A_t = delta_t + factor * A_{t+1} (no mask): GAE when factor = gamma * lam, a known mistake otherwise."""
+    """A_t = delta_t + factor * A_{t+1} (no mask): GAE when factor = gamma * lam, a
+    known mistake otherwise."""
     adv, running = (
         torch.zeros_like(r, dtype=torch.float64),
         torch.zeros(r.shape[0], dtype=torch.float64),
@@ -209,12 +212,10 @@ def advantages(student, rng):
         r, v, gamma, lam, _ = _gae_case(rng)
         what, adv, _, want, _ = _gae_run(student, r, v, gamma, lam)
         mistakes = {
-            "gamma is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}": _gae_recursion(
-                r, v, gamma, lam
-            ),
-            "lam is missing from the recursion: A_t = delta_t + gamma * lam * A_{t+1}": _gae_recursion(
-                r, v, gamma, gamma
-            ),
+            "gamma is missing from the recursion: A_t = delta_t + gamma * lam * "
+            "A_{t+1}": _gae_recursion(r, v, gamma, lam),
+            "lam is missing from the recursion: A_t = delta_t + gamma * lam * "
+            "A_{t+1}": _gae_recursion(r, v, gamma, gamma),
         }
         expect_values(
             adv, want, f"{what}: advantages", atol=1e-4, rtol=1e-4, mistakes=mistakes
@@ -249,7 +250,8 @@ def lambda_limits(student, rng):
 
 @gae_exercise.check(
     points=1,
-    hint="with a mask, a row ends at its last real step: V after it counts as 0, nothing "
+    hint="with a mask, a row ends at its last real step: V after it counts as 0, "
+    "nothing "
     "flows back from the padding, and advantages and returns are 0 on padded steps",
 )
 def padding(student, rng):
@@ -304,11 +306,10 @@ def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
     got = student.dpo_loss(pc.clone(), pr.clone(), rc.clone(), rr.clone(), beta)
     zero = torch.zeros_like(rc)
     mistakes = {
-        "beta multiplies the loss: put it inside, -logsigmoid(beta * (chosen reward - rejected reward))": beta
-        * _dpo_oracle(pc, pr, rc, rr, 1.0),
-        "you left out the reference model: each reward is log pi - log pi_ref": _dpo_oracle(
-            pc, pr, zero, zero, beta
-        ),
+        "beta multiplies the loss: put it inside, -logsigmoid(beta * (chosen "
+        "reward - rejected reward))": beta * _dpo_oracle(pc, pr, rc, rr, 1.0),
+        "you left out the reference model: each reward is log pi - log "
+        "pi_ref": _dpo_oracle(pc, pr, zero, zero, beta),
     }
     expect_number(
         got,
@@ -322,7 +323,8 @@ def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
 
 @dpo_exercise.check(
     points=3,
-    hint="implicit reward of a response: log pi - log pi_ref; loss = -logsigmoid(beta * "
+    hint="implicit reward of a response: log pi - log pi_ref; loss = "
+    "-logsigmoid(beta * "
     "(chosen reward - rejected reward)), averaged over the batch",
 )
 def values(student, rng):
@@ -350,7 +352,8 @@ def policy_equals_reference(student, rng):
 
 @dpo_exercise.check(
     points=1,
-    hint="beta multiplies the difference of log-ratios inside the sigmoid, not the loss",
+    hint="beta multiplies the difference of log-ratios inside the sigmoid, not the "
+    "loss",
 )
 def beta_inside(student, rng):
     pc, pr, rc, rr = _dpo_case(rng)

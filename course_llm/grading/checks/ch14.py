@@ -34,7 +34,8 @@ unpermute_exercise = register(
 
 
 def _brute(stored: torch.Tensor, n_head: int) -> torch.Tensor:
-    """Stored row h*d + 2j is HF row h*d + j, stored row h*d + 2j + 1 is HF row h*d + d/2 + j."""
+    """Stored row h*d + 2j is HF row h*d + j, stored row h*d + 2j + 1 is HF row h*d +
+    d/2 + j."""
     d = stored.shape[0] // n_head
     out = torch.empty_like(stored)
     for h in range(n_head):
@@ -71,18 +72,22 @@ def _compare(student, rng, n_head, d_head, d_in):
     why = ""
     if bad and n_head > 1 and torch.equal(got, _brute(stored, 1)):
         why = (
-            "you did not use n_head (this is the result for one head): permute within each of the n_head "
+            "you did not use n_head (this is the result for one head): permute "
+            "within each of the n_head "
             "heads, d_head = rows // n_head. "
         )
     elif bad and torch.equal(_brute(got, n_head), stored):
         why = (
-            "you applied the forward permutation (Hugging Face to stored): undo it, reshape to (n_head, "
+            "you applied the forward permutation (Hugging Face to stored): undo "
+            "it, reshape to (n_head, "
             "d_head/2, 2, d_in) and swap the two middle axes. "
         )
     expect(
         not bad,
-        f"{why}{what}: row {bad[0] if bad else 0} (head {bad[0] // d_head if bad else 0}, row "
-        f"{bad[0] % d_head if bad else 0} of d_head={d_head}) is wrong; {len(bad)} of {want.shape[0]} rows differ",
+        f"{why}{what}: row {bad[0] if bad else 0} (head "
+        f"{bad[0] // d_head if bad else 0}, row "
+        f"{bad[0] % d_head if bad else 0} of d_head={d_head}) is wrong; {len(bad)} "
+        f"of {want.shape[0]} rows differ",
     )
 
 # %% ../../../nbs/grading/checks/ch14.ipynb #4dd9da89

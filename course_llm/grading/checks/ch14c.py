@@ -88,12 +88,10 @@ def _nce_mistakes(z1, z2, tau) -> dict:
         "you used dot products: normalise the vectors first (cosine similarity)": loss(
             z @ z.T
         ),
-        "you kept k = i in the denominator: mask the diagonal (each vector's similarity with itself)": loss(
-            unit @ unit.T, mask_self=False
-        ),
-        "you averaged over the N anchors of z1 only: average over all 2N anchors, both directions": loss(
-            unit @ unit.T, anchors=N
-        ),
+        "you kept k = i in the denominator: mask the diagonal (each vector's "
+        "similarity with itself)": loss(unit @ unit.T, mask_self=False),
+        "you averaged over the N anchors of z1 only: average over all 2N anchors, "
+        "both directions": loss(unit @ unit.T, anchors=N),
     }
 
 

@@ -48,7 +48,8 @@ def _online_case(rng, multiple, big=False, dtype=torch.float32):
 
 
 def _rising_case(rng):
-    """One query whose scores rise from 0 to 6 across the keys: the running max grows every block."""
+    """One query whose scores rise from 0 to 6 across the keys: the running max grows
+    every block."""
     g = torch_generator(rng)
     block, d, d_v = rng.randint(2, 5), rng.choice([4, 8, 16]), rng.randint(1, 6)
     S = block * rng.randint(2, 5)
@@ -64,7 +65,8 @@ def _online_oracle(q, k, v):
 
 
 def _expect_attention(student, q, k, v, block):
-    """Call the student's online_attention and compare it with softmax(q k^T / sqrt(d)) v."""
+    """Call the student's online_attention and compare it with softmax(q k^T / sqrt(d))
+    v."""
     call = f"online_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {block})"
     expect_values(
         student.online_attention(q, k, v, block), _online_oracle(q, k, v), call

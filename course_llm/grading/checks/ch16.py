@@ -60,7 +60,8 @@ def _quantize(student, w, bits, group):
     result = student.group_quantize(w.clone(), bits, group)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise CheckFailed(
-            f"group_quantize must return a tuple (codes, scales), got {type(result).__name__}"
+            "group_quantize must return a tuple (codes, scales), got "
+            f"{type(result).__name__}"
         )
     return result
 
@@ -68,19 +69,18 @@ def _quantize(student, w, bits, group):
 @quant_exercise.check(
     points=2,
     hint="one scale per group of group_size consecutive weights of a ROW: "
-    "reshape to (out, in // group_size, group_size) and take absmax / (2**(bits-1) - 1)",
+    "reshape to (out, in // group_size, group_size) and take absmax / (2**(bits-1) "
+    "- 1)",
 )
 def scales_per_group(student, rng):
     w, group = _quant_case(rng)
     _, scales = _quantize(student, w, 8, group)
     want = _quant_oracle(w, 8, group)[1]
     mistakes = {
-        "you used one scale for the whole tensor: one scale per group of group_size weights of a row": (
-            w.abs().max() / 127
-        ).expand_as(want),
-        "you divided by 2**(bits-1) = 128: the largest code is Q = 2**(bits-1) - 1 = 127": want
-        * 127
-        / 128,
+        "you used one scale for the whole tensor: one scale per group of "
+        "group_size weights of a row": (w.abs().max() / 127).expand_as(want),
+        "you divided by 2**(bits-1) = 128: the largest code is Q = 2**(bits-1) - 1 "
+        "= 127": want * 127 / 128,
     }
     expect_values(
         scales,
@@ -151,5 +151,6 @@ def dequantize(student, rng):
     expect_values(
         student.group_dequantize(codes.clone(), scales.clone(), group),
         want.reshape(out_f, -1),
-        f"group_dequantize(codes {tuple(codes.shape)}, scales {tuple(scales.shape)}, {group})",
+        f"group_dequantize(codes {tuple(codes.shape)}, scales "
+        f"{tuple(scales.shape)}, {group})",
     )

@@ -61,7 +61,8 @@ def accept_rule(student, rng):
         why = (
             ""
             if u < ratio
-            else ": a token the draft over-proposes must be rejected when u >= p[x] / q[x]"
+            else ": a token the draft over-proposes must be rejected when u >= "
+            "p[x] / q[x]"
         )
         expect(
             got == (u < ratio),
@@ -71,7 +72,8 @@ def accept_rule(student, rng):
 
 @spec_exercise.check(
     points=1,
-    hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, 1) accepts",
+    hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, "
+    "1) accepts",
 )
 def accepts_when_target_likes_it_more(student, rng):
     p, q = _two_distributions(rng)

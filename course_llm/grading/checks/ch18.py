@@ -7,21 +7,36 @@ from __future__ import annotations
 
 import torch
 
-from ..core import Exercise, expect_tensor_close, register, torch_generator
+from course_llm.grading.core import (
+    Exercise,
+    expect_tensor_close,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['lora_exercise', 'update_starts_at_zero', 'without_bias', 'update_scaled_by_alpha_over_r', 'batched_input',
            'merged_weight']
 
 # %% ../../../nbs/grading/checks/ch18.ipynb #464082e8
-lora_exercise = register(Exercise(
-    "18_lora_merge", ["lora_forward", "lora_merge"], title="The LoRA forward pass and the merged weight",
-    forbidden=("course_llm.lora.LoRALinear", "course_llm.lora.add_lora", "course_llm.lora.merge_lora",
-               "course_llm.lora.lora_parameters")))
+lora_exercise = register(
+    Exercise(
+        "18_lora_merge",
+        ["lora_forward", "lora_merge"],
+        title="The LoRA forward pass and the merged weight",
+        forbidden=(
+            "course_llm.lora.LoRALinear",
+            "course_llm.lora.add_lora",
+            "course_llm.lora.merge_lora",
+            "course_llm.lora.lora_parameters",
+        ),
+    )
+)
 
 
 def _lora_case(rng, zero_B=False, lead=(None,)):
-    """Random x (*lead, in), W0 (out, in), b (out,), A (r, in), B (out, r), alpha; in > out > r."""
+    """Random x (*lead, in), W0 (out, in), b (out,), A (r, in), B (out, r), alpha; in >
+    out > r."""
     g = torch_generator(rng)
     r, out_f, in_f = rng.randint(2, 4), rng.randint(5, 7), rng.randint(8, 12)
     lead = tuple(rng.randint(2, 4) if n is None else n for n in lead)
@@ -44,44 +59,81 @@ def _what(x, b, A, alpha):
     return f"lora_forward(x {tuple(x.shape)}, W0, {bias}, A {tuple(A.shape)}, B, alpha={alpha:g})"
 
 
-@lora_exercise.check(points=1, hint="with B = 0 the layer is the frozen one: x @ weight.T + bias "
-                     "(did you forget to add the bias?)")
+@lora_exercise.check(
+    points=1,
+    hint="with B = 0 the layer is the frozen one: x @ weight.T + bias "
+    "(did you forget to add the bias?)",
+)
 def update_starts_at_zero(student, rng):
     x, W0, b, A, B, alpha = _lora_case(rng, zero_B=True)
-    got = student.lora_forward(x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha)
-    expect_tensor_close(got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha) + " with B = 0",
-                        atol=1e-4)
+    got = student.lora_forward(
+        x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha
+    )
+    expect_tensor_close(
+        got,
+        _lora_oracle(x, W0, b, A, B, alpha),
+        _what(x, b, A, alpha) + " with B = 0",
+        atol=1e-4,
+    )
 
 
-@lora_exercise.check(points=1, hint="bias may be None (a layer without bias): then add nothing")
+@lora_exercise.check(
+    points=1, hint="bias may be None (a layer without bias): then add nothing"
+)
 def without_bias(student, rng):
     x, W0, _, A, B, alpha = _lora_case(rng, zero_B=True)
     got = student.lora_forward(x.clone(), W0.clone(), None, A.clone(), B.clone(), alpha)
-    expect_tensor_close(got, _lora_oracle(x, W0, None, A, B, alpha), _what(x, None, A, alpha) + " with B = 0",
-                        atol=1e-4)
+    expect_tensor_close(
+        got,
+        _lora_oracle(x, W0, None, A, B, alpha),
+        _what(x, None, A, alpha) + " with B = 0",
+        atol=1e-4,
+    )
 
 
-@lora_exercise.check(points=2, hint="scale the update (x @ A.T) @ B.T by alpha / r, where the rank r is "
-                     "A.shape[0] (the rows of A): not by alpha alone, not by alpha / in_features")
+@lora_exercise.check(
+    points=2,
+    hint="scale the update (x @ A.T) @ B.T by alpha / r, where the rank r is "
+    "A.shape[0] (the rows of A): not by alpha alone, not by alpha / in_features",
+)
 def update_scaled_by_alpha_over_r(student, rng):
     x, W0, b, A, B, alpha = _lora_case(rng)
-    got = student.lora_forward(x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha)
-    expect_tensor_close(got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4)
+    got = student.lora_forward(
+        x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha
+    )
+    expect_tensor_close(
+        got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4
+    )
 
 
-@lora_exercise.check(points=1, hint="x may have leading dimensions (batch, time): use x @ weight.T and "
-                     "x @ A.T, which broadcast, not torch.mm or a transpose of x")
+@lora_exercise.check(
+    points=1,
+    hint="x may have leading dimensions (batch, time): use x @ weight.T and "
+    "x @ A.T, which broadcast, not torch.mm or a transpose of x",
+)
 def batched_input(student, rng):
     x, W0, b, A, B, alpha = _lora_case(rng, zero_B=True, lead=(None, None))
-    got = student.lora_forward(x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha)
-    expect_tensor_close(got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4)
+    got = student.lora_forward(
+        x.clone(), W0.clone(), b.clone(), A.clone(), B.clone(), alpha
+    )
+    expect_tensor_close(
+        got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4
+    )
 
 
-@lora_exercise.check(points=2, hint="the merged weight is weight + (alpha / r) * B @ A: (out, r) @ (r, in) "
-                     "gives (out, in), the weight's shape; r = A.shape[0]")
+@lora_exercise.check(
+    points=2,
+    hint="the merged weight is weight + (alpha / r) * B @ A: (out, r) @ (r, in) "
+    "gives (out, in), the weight's shape; r = A.shape[0]",
+)
 def merged_weight(student, rng):
     _, W0, _, A, B, alpha = _lora_case(rng)
     got = student.lora_merge(W0.clone(), A.clone(), B.clone(), alpha)
     want = W0.double() + alpha / A.shape[0] * B.double() @ A.double()
-    expect_tensor_close(got, want, f"lora_merge(W0 {tuple(W0.shape)}, A {tuple(A.shape)}, B {tuple(B.shape)}, "
-                        f"alpha={alpha:g})", atol=1e-4)
+    expect_tensor_close(
+        got,
+        want,
+        f"lora_merge(W0 {tuple(W0.shape)}, A {tuple(A.shape)}, B {tuple(B.shape)}, "
+        f"alpha={alpha:g})",
+        atol=1e-4,
+    )

@@ -7,30 +7,53 @@ from __future__ import annotations
 
 import torch
 
-from ..core import (CheckFailed, Exercise, expect, expect_close, expect_tensor_close,
-                                     register, torch_generator)
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    expect_close,
+    expect_tensor_close,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['moe_exercise', 'chooses_top_experts', 'top1_gate_is_the_probability', 'gates_renormalised_for_k_above_1',
            'balance_uniform_is_one', 'balance_loss_value', 'capacity_top1', 'capacity_first_choices_first']
 
 # %% ../../../nbs/grading/checks/ch19.ipynb #e58223c6
-moe_exercise = register(Exercise(
-    "19_moe_routing", ["top_k_route", "balance_loss", "keep_mask"],
-    title="Top-k routing, load balancing and expert capacity",
-    forbidden=("course_llm.moe.route", "course_llm.moe.load_balancing_loss",
-               "course_llm.moe.capacity_mask", "course_llm.moe.MoE")))
+moe_exercise = register(
+    Exercise(
+        "19_moe_routing",
+        ["top_k_route", "balance_loss", "keep_mask"],
+        title="Top-k routing, load balancing and expert capacity",
+        forbidden=(
+            "course_llm.moe.route",
+            "course_llm.moe.load_balancing_loss",
+            "course_llm.moe.capacity_mask",
+            "course_llm.moe.MoE",
+        ),
+    )
+)
 
 
 def _logits(rng, n_tokens=None, n_expert=None):
     g = torch_generator(rng)
-    return torch.randn(n_tokens or rng.randint(3, 7), n_expert or rng.randint(3, 6), generator=g) * 2
+    return (
+        torch.randn(
+            n_tokens or rng.randint(3, 7), n_expert or rng.randint(3, 6), generator=g
+        )
+        * 2
+    )
 
 
 def _route(student, logits, k):
     result = student.top_k_route(logits.clone(), k)
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"top_k_route must return a tuple (gates, experts), got {type(result).__name__}")
+        raise CheckFailed(
+            "top_k_route must return a tuple (gates, experts), got "
+            f"{type(result).__name__}"
+        )
     return result
 
 
@@ -56,76 +79,124 @@ def _keep_oracle(experts, n_expert, capacity):
     return keep
 
 # %% ../../../nbs/grading/checks/ch19.ipynb #501624d7
-@moe_exercise.check(points=1, hint="keep the k experts with the LARGEST softmax probabilities, best first "
-                    "(probs.topk(k, dim=-1))")
+@moe_exercise.check(
+    points=1,
+    hint="keep the k experts with the LARGEST softmax probabilities, best first "
+    "(probs.topk(k, dim=-1))",
+)
 def chooses_top_experts(student, rng):
     logits, k = _logits(rng), 2
     _, experts = _route(student, logits, k)
     want = _route_oracle(logits, k)[1]
-    expect_tensor_close(torch.as_tensor(experts).long(), want, f"experts of top_k_route(logits "
-                        f"{tuple(logits.shape)}, {k})", atol=0)
+    expect_tensor_close(
+        torch.as_tensor(experts).long(),
+        want,
+        f"experts of top_k_route(logits {tuple(logits.shape)}, {k})",
+        atol=0,
+    )
 
 
-@moe_exercise.check(points=1, hint="for k = 1 the gate is the raw probability p_i(x) (Switch): do not "
-                    "renormalise, which would make every gate 1 and cut the router off from the loss")
+@moe_exercise.check(
+    points=1,
+    hint="for k = 1 the gate is the raw probability p_i(x) (Switch): do not "
+    "renormalise, which would make every gate 1 and cut the router off from the loss",
+)
 def top1_gate_is_the_probability(student, rng):
     logits = _logits(rng)
     gates, _ = _route(student, logits, 1)
-    expect_tensor_close(gates, _route_oracle(logits, 1)[0], f"gates of top_k_route(logits "
-                        f"{tuple(logits.shape)}, 1)")
+    expect_tensor_close(
+        gates,
+        _route_oracle(logits, 1)[0],
+        f"gates of top_k_route(logits {tuple(logits.shape)}, 1)",
+    )
 
 
-@moe_exercise.check(points=2, hint="for k > 1 divide the k kept probabilities by their sum (Mixtral), "
-                    "so that each token's gates add up to 1")
+@moe_exercise.check(
+    points=2,
+    hint="for k > 1 divide the k kept probabilities by their sum (Mixtral), "
+    "so that each token's gates add up to 1",
+)
 def gates_renormalised_for_k_above_1(student, rng):
     logits = _logits(rng, n_expert=5)
     k = rng.choice([2, 3])
     gates, _ = _route(student, logits, k)
-    expect_tensor_close(gates, _route_oracle(logits, k)[0], f"gates of top_k_route(logits "
-                        f"{tuple(logits.shape)}, {k})")
+    expect_tensor_close(
+        gates,
+        _route_oracle(logits, k)[0],
+        f"gates of top_k_route(logits {tuple(logits.shape)}, {k})",
+    )
 
 # %% ../../../nbs/grading/checks/ch19.ipynb #f007223b
-@moe_exercise.check(points=1, hint="multiply the sum by E (n_expert = logits.size(-1)): an even router "
-                    "must score exactly 1")
+@moe_exercise.check(
+    points=1,
+    hint="multiply the sum by E (n_expert = logits.size(-1)): an even router "
+    "must score exactly 1",
+)
 def balance_uniform_is_one(student, rng):
     n_expert = rng.randint(2, 5)
     experts = (torch.arange(2 * n_expert) % n_expert)[:, None]
     got = student.balance_loss(torch.zeros(2 * n_expert, n_expert), experts)
-    expect_close(got, 1.0, f"balance_loss(zero logits, every expert chosen equally, E={n_expert})")
+    expect_close(
+        got,
+        1.0,
+        f"balance_loss(zero logits, every expert chosen equally, E={n_expert})",
+    )
 
 
-@moe_exercise.check(points=2, hint="f_i = (number of assignments to expert i) / (n_tokens * k), counted "
-                    "from `experts`; P_i = mean over tokens of softmax(logits)[:, i]")
+@moe_exercise.check(
+    points=2,
+    hint="f_i = (number of assignments to expert i) / (n_tokens * k), counted "
+    "from `experts`; P_i = mean over tokens of softmax(logits)[:, i]",
+)
 def balance_loss_value(student, rng):
     logits = _logits(rng, n_tokens=8)
     g = torch_generator(rng)
     k = rng.choice([1, 2])
-    experts = torch.stack([torch.randperm(logits.size(1), generator=g)[:k] for _ in range(8)])
+    experts = torch.stack(
+        [torch.randperm(logits.size(1), generator=g)[:k] for _ in range(8)]
+    )
     got = student.balance_loss(logits.clone(), experts.clone())
-    expect_close(got, _balance_oracle(logits, experts),
-                 f"balance_loss(logits {tuple(logits.shape)}, experts {experts.tolist()})")
+    expect_close(
+        got,
+        _balance_oracle(logits, experts),
+        f"balance_loss(logits {tuple(logits.shape)}, experts {experts.tolist()})",
+    )
 
 # %% ../../../nbs/grading/checks/ch19.ipynb #2dfa016c
-@moe_exercise.check(points=1, hint="each expert keeps its FIRST `capacity` assignments, in token order, "
-                    "and drops the rest (exactly `capacity` kept when more arrive)")
+@moe_exercise.check(
+    points=1,
+    hint="each expert keeps its FIRST `capacity` assignments, in token order, "
+    "and drops the rest (exactly `capacity` kept when more arrive)",
+)
 def capacity_top1(student, rng):
     g = torch_generator(rng)
     n_expert, capacity = rng.randint(2, 4), rng.randint(1, 3)
     experts = torch.randint(0, n_expert, (10, 1), generator=g)
     got = student.keep_mask(experts.clone(), n_expert, capacity)
-    expect_tensor_close(torch.as_tensor(got).long(), _keep_oracle(experts, n_expert, capacity).long(),
-                        f"keep_mask(experts {experts.flatten().tolist()} as a column, {n_expert}, "
-                        f"{capacity})", atol=0)
+    expect_tensor_close(
+        torch.as_tensor(got).long(),
+        _keep_oracle(experts, n_expert, capacity).long(),
+        f"keep_mask(experts {experts.flatten().tolist()} as a column, {n_expert}, "
+        f"{capacity})",
+        atol=0,
+    )
 
 
-@moe_exercise.check(points=2, hint="serve every token's first choice before any token's second choice: "
-                    "loop over the choice rank outside the loop over tokens")
+@moe_exercise.check(
+    points=2,
+    hint="serve every token's first choice before any token's second choice: "
+    "loop over the choice rank outside the loop over tokens",
+)
 def capacity_first_choices_first(student, rng):
     g = torch_generator(rng)
     n_expert, capacity = 3, rng.randint(2, 3)
     experts = torch.stack([torch.randperm(n_expert, generator=g)[:2] for _ in range(8)])
-    experts[-1] = torch.tensor([0, 1])                  # late first choices compete with early seconds
+    experts[-1] = torch.tensor([0, 1])  # late first choices compete with early seconds
     experts[0] = torch.tensor([1, 0])
     got = student.keep_mask(experts.clone(), n_expert, capacity)
-    expect_tensor_close(torch.as_tensor(got).long(), _keep_oracle(experts, n_expert, capacity).long(),
-                        f"keep_mask(experts {experts.tolist()}, {n_expert}, {capacity})", atol=0)
+    expect_tensor_close(
+        torch.as_tensor(got).long(),
+        _keep_oracle(experts, n_expert, capacity).long(),
+        f"keep_mask(experts {experts.tolist()}, {n_expert}, {capacity})",
+        atol=0,
+    )

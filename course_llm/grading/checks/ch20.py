@@ -7,21 +7,35 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_tensor_close, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    expect_tensor_close,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['advantages_exercise', 'unbiased_std', 'per_group', 'flat_group_zero', 'k3_per_token', 'k3_value']
 
 # %% ../../../nbs/grading/checks/ch20.ipynb #b4156877
-advantages_exercise = register(Exercise(
-    "20_group_advantages", ["group_advantages", "k3_kl"],
-    title="GRPO: group-relative advantages and the k3 KL estimate",
-    forbidden=("course_llm.grpo.group_advantages", "course_llm.grpo.grpo_loss",
-               "course_llm.grpo.GRPOTrainer")))
+advantages_exercise = register(
+    Exercise(
+        "20_group_advantages",
+        ["group_advantages", "k3_kl"],
+        title="GRPO: group-relative advantages and the k3 KL estimate",
+        forbidden=(
+            "course_llm.grpo.group_advantages",
+            "course_llm.grpo.grpo_loss",
+            "course_llm.grpo.GRPOTrainer",
+        ),
+    )
+)
 
 
 def _advantages_oracle(rewards, group_size):
-    r = rewards.double().reshape(-1, group_size)                               # (n_groups, G)
+    r = rewards.double().reshape(-1, group_size)  # (n_groups, G)
     adv = (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)
     flat = (r == r[:, :1]).all(1, keepdim=True)
     return adv.masked_fill(flat, 0.0).reshape(-1)
@@ -31,10 +45,13 @@ def _rewards(rng, n_groups, group_size, offsets=False):
     """Rewards in [0, 1) (never all equal within a group), optionally shifted per group."""
     g = torch_generator(rng)
     r = torch.rand(n_groups, group_size, generator=g)
-    r[:, 0], r[:, 1] = 0.05, 0.95                                              # every group varies
+    r[:, 0], r[:, 1] = 0.05, 0.95  # every group varies
     r = r[:, torch.randperm(group_size, generator=g)]
     if offsets:
-        r = r * (0.5 + torch.rand(n_groups, 1, generator=g)) + torch.arange(n_groups)[:, None] * 1.0
+        r = (
+            r * (0.5 + torch.rand(n_groups, 1, generator=g))
+            + torch.arange(n_groups)[:, None] * 1.0
+        )
     return r.reshape(-1)
 
 
@@ -42,26 +59,42 @@ def _call_advantages(student, rewards, group_size):
     return student.group_advantages(rewards.clone(), group_size)
 
 
-@advantages_exercise.check(points=1, hint="divide by the group's UNBIASED std (n - 1 in the denominator, "
-                           "torch.std's default) plus eps = 1e-4")
+@advantages_exercise.check(
+    points=1,
+    hint="divide by the group's UNBIASED std (n - 1 in the denominator, "
+    "torch.std's default) plus eps = 1e-4",
+)
 def unbiased_std(student, rng):
     G = rng.choice([3, 4, 5, 8])
     r = _rewards(rng, 1, G)
-    expect_tensor_close(_call_advantages(student, r, G), _advantages_oracle(r, G),
-                        f"group_advantages(rewards {r.tolist()}, {G})")
+    expect_tensor_close(
+        _call_advantages(student, r, G),
+        _advantages_oracle(r, G),
+        f"group_advantages(rewards {r.tolist()}, {G})",
+    )
 
 
-@advantages_exercise.check(points=2, hint="mean and std of EACH group of group_size consecutive rewards, not "
-                           "of the whole batch: reshape to (n_groups, group_size) and reduce along dim 1")
+@advantages_exercise.check(
+    points=2,
+    hint="mean and std of EACH group of group_size consecutive rewards, not "
+    "of the whole batch: reshape to (n_groups, group_size) and reduce along dim 1",
+)
 def per_group(student, rng):
     G, n_groups = rng.choice([2, 4, 6]), rng.randint(3, 5)
     r = _rewards(rng, n_groups, G, offsets=True)
-    expect_tensor_close(_call_advantages(student, r, G), _advantages_oracle(r, G),
-                        f"group_advantages(rewards of {n_groups} groups of {G}, {G})", atol=2e-5)
+    expect_tensor_close(
+        _call_advantages(student, r, G),
+        _advantages_oracle(r, G),
+        f"group_advantages(rewards of {n_groups} groups of {G}, {G})",
+        atol=2e-5,
+    )
 
 
-@advantages_exercise.check(points=1, hint="a group whose rewards are all equal has std 0 and teaches nothing: "
-                           "its advantages are 0 (never 0 / 0 = NaN)")
+@advantages_exercise.check(
+    points=1,
+    hint="a group whose rewards are all equal has std 0 and teaches nothing: "
+    "its advantages are 0 (never 0 / 0 = NaN)",
+)
 def flat_group_zero(student, rng):
     G, n_groups = rng.choice([3, 4, 8]), rng.randint(2, 4)
     r = _rewards(rng, n_groups, G).reshape(n_groups, G)
@@ -70,10 +103,14 @@ def flat_group_zero(student, rng):
     r = r.reshape(-1)
     got = _call_advantages(student, r, G)
     what = f"group_advantages(rewards with group {k} all {r[k * G].item():g}, {G})"
-    expect(isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(r.shape),
-           f"{what} must return a tensor of shape {tuple(r.shape)}")
+    expect(
+        isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(r.shape),
+        f"{what} must return a tensor of shape {tuple(r.shape)}",
+    )
     expect(bool(torch.isfinite(got).all()), f"{what} contains NaN or inf")
-    expect_tensor_close(got[k * G:(k + 1) * G], torch.zeros(G), f"{what}[group {k}]", atol=1e-3)
+    expect_tensor_close(
+        got[k * G : (k + 1) * G], torch.zeros(G), f"{what}[group {k}]", atol=1e-3
+    )
 
 
 def _k3_case(rng):
@@ -89,20 +126,36 @@ def _k3_oracle(logprobs, ref):
     return d.exp() - d - 1
 
 
-@advantages_exercise.check(points=1, hint="return one k3 value per token, a tensor of the inputs' shape "
-                           "(B, T); do not sum or average")
+@advantages_exercise.check(
+    points=1,
+    hint="return one k3 value per token, a tensor of the inputs' shape "
+    "(B, T); do not sum or average",
+)
 def k3_per_token(student, rng):
     logprobs, ref = _k3_case(rng)
     got = student.k3_kl(logprobs.clone(), ref.clone())
-    expect(isinstance(got, torch.Tensor), f"k3_kl returned {type(got).__name__}; return a torch.Tensor")
-    expect(tuple(got.shape) == tuple(logprobs.shape),
-           f"k3_kl(logprobs {tuple(logprobs.shape)}, ref_logprobs) returned shape {tuple(got.shape)}, "
-           f"expected {tuple(logprobs.shape)}")
+    expect(
+        isinstance(got, torch.Tensor),
+        f"k3_kl returned {type(got).__name__}; return a torch.Tensor",
+    )
+    expect(
+        tuple(got.shape) == tuple(logprobs.shape),
+        f"k3_kl(logprobs {tuple(logprobs.shape)}, ref_logprobs) returned shape "
+        f"{tuple(got.shape)}, "
+        f"expected {tuple(logprobs.shape)}",
+    )
 
 
-@advantages_exercise.check(points=2, hint="d = ref_logprobs - logprobs (reference minus policy), and "
-                           "k3 = exp(d) - d - 1, never negative")
+@advantages_exercise.check(
+    points=2,
+    hint="d = ref_logprobs - logprobs (reference minus policy), and "
+    "k3 = exp(d) - d - 1, never negative",
+)
 def k3_value(student, rng):
     logprobs, ref = _k3_case(rng)
-    expect_tensor_close(student.k3_kl(logprobs.clone(), ref.clone()), _k3_oracle(logprobs, ref),
-                        f"k3_kl(logprobs {tuple(logprobs.shape)}, ref_logprobs)", atol=1e-4)
+    expect_tensor_close(
+        student.k3_kl(logprobs.clone(), ref.clone()),
+        _k3_oracle(logprobs, ref),
+        f"k3_kl(logprobs {tuple(logprobs.shape)}, ref_logprobs)",
+        atol=1e-4,
+    )

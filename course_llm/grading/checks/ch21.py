@@ -7,15 +7,30 @@ from __future__ import annotations
 
 import torch
 
-from ..core import CheckFailed, Exercise, expect, expect_close, register, torch_generator
+from course_llm.grading.core import (
+    CheckFailed,
+    Exercise,
+    expect,
+    expect_close,
+    register,
+    torch_generator,
+)
 
 # %% auto #0
 __all__ = ['choice_exercise', 'log_probabilities', 'shifted_by_one', 'prompt_excluded', 'summed_choice', 'normalized_choice']
 
 # %% ../../../nbs/grading/checks/ch21.ipynb #a5289da6
-choice_exercise = register(Exercise(
-    "21_choice_scores", ["continuation_logprob", "pick_choice"], title="Scoring choices by likelihood",
-    forbidden=("course_llm.evals.choice_logprobs", "course_llm.evals.multiple_choice")))
+choice_exercise = register(
+    Exercise(
+        "21_choice_scores",
+        ["continuation_logprob", "pick_choice"],
+        title="Scoring choices by likelihood",
+        forbidden=(
+            "course_llm.evals.choice_logprobs",
+            "course_llm.evals.multiple_choice",
+        ),
+    )
+)
 
 
 def _logprob_oracle(logits, ids, n_prompt):
@@ -26,7 +41,9 @@ def _logprob_oracle(logits, ids, n_prompt):
 def _logprob_case(rng, n_prompt=None, same_rows=False):
     g = torch_generator(rng)
     T, V = rng.randint(5, 9), rng.randint(6, 12)
-    logits = torch.randn(1 if same_rows else T, V, generator=g) * 3 + 2      # not normalised
+    logits = (
+        torch.randn(1 if same_rows else T, V, generator=g) * 3 + 2
+    )  # not normalised
     logits = logits.expand(T, V).clone()
     ids = torch.randint(V, (T,), generator=g)
     return logits, ids, n_prompt or rng.randint(2, T - 2)
@@ -34,34 +51,51 @@ def _logprob_case(rng, n_prompt=None, same_rows=False):
 
 def _check_logprob(student, logits, ids, n_prompt):
     got = student.continuation_logprob(logits.clone(), ids.clone(), n_prompt)
-    expect_close(got, _logprob_oracle(logits, ids, n_prompt),
-                 f"continuation_logprob(logits {tuple(logits.shape)}, ids {ids.tolist()}, {n_prompt})",
-                 rel=1e-4, abs_=1e-4)
+    expect_close(
+        got,
+        _logprob_oracle(logits, ids, n_prompt),
+        f"continuation_logprob(logits {tuple(logits.shape)}, ids {ids.tolist()}, "
+        f"{n_prompt})",
+        rel=1e-4,
+        abs_=1e-4,
+    )
 
 
-@choice_exercise.check(points=1, hint="logits are not log-probabilities: take log_softmax over the "
-                       "vocabulary (the last dimension) before reading the entries of the tokens")
+@choice_exercise.check(
+    points=1,
+    hint="logits are not log-probabilities: take log_softmax over the "
+    "vocabulary (the last dimension) before reading the entries of the tokens",
+)
 def log_probabilities(student, rng):
-    logits, ids, _ = _logprob_case(rng, same_rows=True)     # every row equal: only normalisation matters
+    logits, ids, _ = _logprob_case(
+        rng, same_rows=True
+    )  # every row equal: only normalisation matters
     _check_logprob(student, logits, ids, 1)
 
 
-@choice_exercise.check(points=2, hint="row t of the logits predicts the NEXT token: read the score of "
-                       "ids[t] from logits[t - 1], not logits[t]")
+@choice_exercise.check(
+    points=2,
+    hint="row t of the logits predicts the NEXT token: read the score of "
+    "ids[t] from logits[t - 1], not logits[t]",
+)
 def shifted_by_one(student, rng):
     logits, ids, _ = _logprob_case(rng)
     _check_logprob(student, logits, ids, 1)
 
 
-@choice_exercise.check(points=2, hint="sum only the continuation's tokens ids[n_prompt:], not the "
-                       "prompt's (their rows start at n_prompt - 1)")
+@choice_exercise.check(
+    points=2,
+    hint="sum only the continuation's tokens ids[n_prompt:], not the "
+    "prompt's (their rows start at n_prompt - 1)",
+)
 def prompt_excluded(student, rng):
     logits, ids, n_prompt = _logprob_case(rng)
     _check_logprob(student, logits, ids, n_prompt)
 
 
 def _choice_case(rng):
-    """Scores (negative, as log-probabilities are) where sum and per-length rules disagree."""
+    """Scores (negative, as log-probabilities are) where sum and per-length rules
+    disagree."""
     while True:
         k = rng.randint(3, 5)
         lengths = [rng.randint(1, 12) for _ in range(k)]
@@ -77,17 +111,26 @@ def _check_pick(student, rng, normalize):
     scores, lengths, raw, norm = _choice_case(rng)
     got = student.pick_choice(list(scores), list(lengths), normalize)
     want = norm if normalize else raw
-    expect(got == want, f"pick_choice({scores}, {lengths}, normalize={normalize}) returned {got!r}, "
-                        f"expected {want}")
+    expect(
+        got == want,
+        f"pick_choice({scores}, {lengths}, normalize={normalize}) returned {got!r}, "
+        f"expected {want}",
+    )
 
 
-@choice_exercise.check(points=1, hint="scores are log-probabilities (higher is better): take the "
-                       "argmax, not the argmin as you would for a loss")
+@choice_exercise.check(
+    points=1,
+    hint="scores are log-probabilities (higher is better): take the "
+    "argmax, not the argmin as you would for a loss",
+)
 def summed_choice(student, rng):
     _check_pick(student, rng, False)
 
 
-@choice_exercise.check(points=1, hint="with normalize=True compare score / length of each choice "
-                       "(the per-character log-likelihood), not the raw score")
+@choice_exercise.check(
+    points=1,
+    hint="with normalize=True compare score / length of each choice "
+    "(the per-character log-likelihood), not the raw score",
+)
 def normalized_choice(student, rng):
     _check_pick(student, rng, True)

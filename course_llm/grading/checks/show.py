@@ -95,7 +95,8 @@ def expect_values(
     mistakes: dict | None = None,
 ) -> None:
     """Fail unless `got` is a tensor of `want`'s shape within ``atol + rtol * |want|`` of it; the
-    message names the first differing position, both values there, and a few of its neighbours.
+    message names the first differing position, both values there, and a few of its
+    neighbours.
 
     Args:
         got: the student's result.
@@ -103,7 +104,8 @@ def expect_values(
         what: the call that produced `got`.
         atol: absolute tolerance.
         rtol: relative tolerance.
-        mistakes: description -> the result a known mistake produces; when `got` matches one,
+        mistakes: description -> the result a known mistake produces; when `got` matches
+            one,
             the message starts with that description (`which_mistake`).
 
     Example:
@@ -131,7 +133,8 @@ def expect_values(
     known = which_mistake(got, mistakes, max(atol, 1e-5))
     raise CheckFailed(
         (f"{known}. " if known else "")
-        + f"{what}: at index {at} got {num(got[at])}, expected {num(want[at])}; got{label} "
+        + f"{what}: at index {at} got {num(got[at])}, expected {num(want[at])}; "
+        f"got{label} "
         f"{few(g, start=where)}, expected {few(w, start=where)}"
     )
 
@@ -145,7 +148,8 @@ def expect_number(
     mistakes: dict | None = None,
 ) -> None:
     """Fail unless `got` is a number within ``abs_ + rel * |want|`` of `want`; the message shows both
-    at 4 significant digits, led by the description of a known mistake whose value `got` matches.
+    at 4 significant digits, led by the description of a known mistake whose value `got`
+    matches.
 
     Args:
         got: the student's result (a number or a one-element tensor).
