@@ -41,6 +41,8 @@ def _check_attention_inputs(q, k, v, block_q, block_k, scale, causal, window):
         check_tensor(name, x, ndim=4, dtype="float")
         if 0 in x.shape:
             raise ValueError(f"`{name}` has an empty dimension {tuple(x.shape)}: every size must be >= 1")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}: "
                         f"convert them with .to(dtype)")

@@ -14,7 +14,7 @@ from .core import (check_bool, check_choice, check_float, check_int, check_posit
                              check_same_shape, check_tensor, check_token_ids)
 from .generate import generate
 from .gpt import GPT
-from .ppo import token_logprobs
+from .ppo import check_rl_models, token_logprobs
 
 # %% ../nbs/20_grpo.ipynb #a434a1b0
 def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
@@ -232,15 +232,8 @@ class GRPOTrainer:
     """
 
     def __init__(self, policy, ref, reward_fn, eos_id, config=None):
-        for name, m in (("policy", policy), ("ref", ref)):
-            if not isinstance(m, GPT):
-                raise TypeError(f"`{name}` must be a course_llm.gpt.GPT, got {type(m).__name__}")
-        if policy.config.vocab_size != ref.config.vocab_size:
-            raise ValueError(f"`policy` and `ref` must share a vocabulary, got "
-                             f"{policy.config.vocab_size} and {ref.config.vocab_size} tokens")
-        if not callable(reward_fn):
-            raise TypeError(f"`reward_fn` must be callable as reward_fn(prompts, responses), got "
-                            f"{type(reward_fn).__name__}")
+        check_rl_models(policy, ref, reward_fn, "reward_fn",
+                        "be callable as reward_fn(prompts, responses)")
         check_int("eos_id", eos_id, min=0, max=policy.config.vocab_size - 1)
         if config is not None and not isinstance(config, GRPOConfig):
             raise TypeError(f"`config` must be a GRPOConfig, got {type(config).__name__}")

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['RewardModel', 'bradley_terry_loss', 'ranked_to_pairs', 'preference_pairs', 'dpo_loss', 'PPOConfig', 'PPOTrainer',
-           'gae', 'kl_penalty_rewards', 'ppo_clip_loss', 'sequence_logprobs', 'token_logprobs']
+           'check_rl_models', 'gae', 'kl_penalty_rewards', 'ppo_clip_loss', 'sequence_logprobs', 'token_logprobs']
 
 # %% ../nbs/13_rlhf.ipynb #f551a94e
 import warnings
@@ -13,11 +13,11 @@ import torch.nn.functional as F
 
 from .core import check_float, check_int, check_same_shape, check_tensor, check_token_ids
 from .gpt import GPT
-from .ppo import PPOConfig, PPOTrainer, gae, kl_penalty_rewards, ppo_clip_loss
-from .ppo import sequence_logprobs, token_logprobs
+from .ppo import PPOConfig, PPOTrainer, check_rl_models, gae, kl_penalty_rewards
+from .ppo import ppo_clip_loss, sequence_logprobs, token_logprobs
 
-_all_ = ["PPOConfig", "PPOTrainer", "gae", "kl_penalty_rewards", "ppo_clip_loss", "sequence_logprobs",
-         "token_logprobs"]                       # re-exported from course_llm.ppo (section 13.1)
+_all_ = ["PPOConfig", "PPOTrainer", "check_rl_models", "gae", "kl_penalty_rewards", "ppo_clip_loss",
+         "sequence_logprobs", "token_logprobs"]                       # re-exported from course_llm.ppo (section 13.1)
 
 # %% ../nbs/13_rlhf.ipynb #3ad55a04
 class RewardModel(nn.Module):
@@ -84,6 +84,8 @@ def _check_scores(**tensors):
     (first, a), *rest = tensors.items()
     for name, x in tensors.items():
         check_tensor(name, x, dtype="float")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
     for name, x in rest:
         check_same_shape(first, a, name, x)
     if a.numel() == 0:
