@@ -11,7 +11,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .core import check_float, check_positive_int, check_same_shape, check_tensor, check_token_ids
+from course_llm.core import (
+    check_float,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .generate import generate
 from .gpt import GPT, causal_lm_loss
 
@@ -30,12 +36,18 @@ def token_logprobs(logits, ids):
     check_tensor("logits", logits, ndim=3, dtype="float")
     check_tensor("ids", ids, shape=tuple(logits.shape[:2]), dtype="int")
     check_token_ids("ids", ids, logits.size(-1))
-    if bool((torch.isnan(logits) | torch.isposinf(logits)).any()):   # -inf (masked) is fine
-        raise ValueError("`logits` hold NaN or +inf values: check the model's forward pass")
+    if bool(
+        (torch.isnan(logits) | torch.isposinf(logits)).any()
+    ):  # -inf (masked) is fine
+        raise ValueError(
+            "`logits` hold NaN or +inf values: check the model's forward pass"
+        )
     if logits.size(1) < 2:
-        raise ValueError(f"`logits` need at least 2 positions (a token predicts the next), got {tuple(logits.shape)}")
-    logp = logits[:, :-1].float().log_softmax(-1)                    # (B, T-1, V)
-    return logp.gather(-1, ids[:, 1:, None])[..., 0]                 # (B, T-1)
+        raise ValueError(
+            f"`logits` need at least 2 positions (a token predicts the next), got {tuple(logits.shape)}"
+        )
+    logp = logits[:, :-1].float().log_softmax(-1)  # (B, T-1, V)
+    return logp.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
 
 
 def sequence_logprobs(model, ids, response_mask):
@@ -57,11 +69,11 @@ def sequence_logprobs(model, ids, response_mask):
     check_tensor("ids", ids, ndim=2, dtype="int")
     check_tensor("response_mask", response_mask, shape=tuple(ids.shape), dtype="bool")
     if response_mask[:, 0].any():
-        raise ValueError("`response_mask` is True at position 0, which nothing predicts; a prompt needs a token")
-    lp = token_logprobs(model(ids)[0], ids)                          # (B, T-1)
+        raise ValueError(
+            "`response_mask` is True at position 0, which nothing predicts; a prompt needs a token"
+        )
+    lp = token_logprobs(model(ids)[0], ids)  # (B, T-1)
     return (lp * response_mask[:, 1:]).sum(1)
-
-
 
 # %% ../nbs/13b_ppo.ipynb #9ebf44df
 def _check_pair(name_a, a, name_b, b):
@@ -88,7 +100,9 @@ def _as_mask(mask, like):
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError("`mask` must hold only 0/1 (or False/True)")
     if not bool(mask.any(-1).all()):
-        raise ValueError("a row of `mask` has no real token: nothing to reward or average")
+        raise ValueError(
+            "a row of `mask` has no real token: nothing to reward or average"
+        )
     return mask.to(like.dtype)
 
 
@@ -117,10 +131,12 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     check_tensor("score", score, shape=(B,), dtype="float")
     _check_finite("score", score)
     mask = _as_mask(mask, logp_policy)
-    rewards = -beta * (logp_policy - logp_ref) * mask                # (B, T)
-    last = mask.cumsum(1).argmax(1)                                  # last real token per row
-    return rewards.index_put((torch.arange(B, device=rewards.device), last),
-                             rewards[torch.arange(B, device=rewards.device), last] + score.to(rewards.dtype))
+    rewards = -beta * (logp_policy - logp_ref) * mask  # (B, T)
+    last = mask.cumsum(1).argmax(1)  # last real token per row
+    return rewards.index_put(
+        (torch.arange(B, device=rewards.device), last),
+        rewards[torch.arange(B, device=rewards.device), last] + score.to(rewards.dtype),
+    )
 
 # %% ../nbs/13b_ppo.ipynb #a1155cf7
 def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
@@ -151,9 +167,11 @@ def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
     values = values * mask
     T = rewards.size(1)
     adv = torch.zeros_like(rewards)
-    running = torch.zeros_like(rewards[:, 0])                        # A_{t+1}
+    running = torch.zeros_like(rewards[:, 0])  # A_{t+1}
     for t in reversed(range(T)):
-        next_value = values[:, t + 1] if t + 1 < T else torch.zeros_like(running)   # 0 on padding/end
+        next_value = (
+            values[:, t + 1] if t + 1 < T else torch.zeros_like(running)
+        )  # 0 on padding/end
         delta = rewards[:, t] + gamma * next_value - values[:, t]
         running = (delta + gamma * lam * running) * mask[:, t]
         adv[:, t] = running
@@ -178,8 +196,10 @@ def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
     _check_pair("logp_new", logp_new, "advantages", advantages)
     clip_eps = check_float("clip_eps", clip_eps, min=0, min_open=True)
     mask = None if mask is None else _as_mask(mask, logp_new)
-    ratio = torch.exp(logp_new - logp_old)                           # rho_t
-    surrogate = torch.minimum(ratio * advantages, ratio.clamp(1 - clip_eps, 1 + clip_eps) * advantages)
+    ratio = torch.exp(logp_new - logp_old)  # rho_t
+    surrogate = torch.minimum(
+        ratio * advantages, ratio.clamp(1 - clip_eps, 1 + clip_eps) * advantages
+    )
     return -_masked_mean(surrogate, mask)
 
 
@@ -210,7 +230,9 @@ def check_rl_models(policy, ref, reward, reward_name, usage):
     """
     for name, m in (("policy", policy), ("ref", ref)):
         if not isinstance(m, GPT):
-            raise TypeError(f"`{name}` must be a course_llm.gpt.GPT, got {type(m).__name__}")
+            raise TypeError(
+                f"`{name}` must be a course_llm.gpt.GPT, got {type(m).__name__}"
+            )
     if policy.config.vocab_size != ref.config.vocab_size:
         raise ValueError(
             f"`policy` and `ref` must share a vocabulary, got {policy.config.vocab_size} "
@@ -238,6 +260,7 @@ class PPOConfig:
         max_grad_norm: gradient clipping.
         temperature: sampling temperature of the rollouts.
     """
+
     beta: float = 0.1
     gamma_ptx: float = 0.0
     clip_eps: float = 0.2
@@ -254,7 +277,12 @@ class PPOConfig:
     def __post_init__(self):
         for name in ("beta", "gamma_ptx", "vf_coef", "entropy_coef"):
             check_float(name, getattr(self, name), min=0)
-        for name in ("clip_eps", "lr", "max_grad_norm", "temperature"):   # temperature 0 is not sampling
+        for name in (
+            "clip_eps",
+            "lr",
+            "max_grad_norm",
+            "temperature",
+        ):  # temperature 0 is not sampling
             check_float(name, getattr(self, name), min=0, min_open=True)
         check_float("gamma", self.gamma, min=0, max=1)
         check_float("lam", self.lam, min=0, max=1)
@@ -281,25 +309,35 @@ class PPOTrainer:
     """
 
     def __init__(self, policy, ref, reward_model, config=None):
-        check_rl_models(policy, ref, reward_model, "reward_model",
-                        "map ids (batch, T) to rewards (batch,)")
+        check_rl_models(
+            policy,
+            ref,
+            reward_model,
+            "reward_model",
+            "map ids (batch, T) to rewards (batch,)",
+        )
         if config is not None and not isinstance(config, PPOConfig):
-            raise TypeError(f"`config` must be a PPOConfig, got {type(config).__name__}")
+            raise TypeError(
+                f"`config` must be a PPOConfig, got {type(config).__name__}"
+            )
         self.policy, self.ref, self.reward_model = policy, ref.eval(), reward_model
         self.config = c = config or PPOConfig()
         p = next(policy.parameters())
         self.value_head = nn.Linear(policy.config.d_model, 1).to(p.device, p.dtype)
-        self.opt = torch.optim.AdamW([*policy.parameters(), *self.value_head.parameters()], lr=c.lr,
-                                     weight_decay=0.0)
+        self.opt = torch.optim.AdamW(
+            [*policy.parameters(), *self.value_head.parameters()],
+            lr=c.lr,
+            weight_decay=0.0,
+        )
 
     def _forward(self, ids, P):
         """Log-probs of the response tokens, entropies and values of the states before them, (B, n)."""
-        h = self.policy.features(ids)                                # (B, T, d)
-        logits = self.policy.lm_head(h)                              # (B, T, V)
-        logp = token_logprobs(logits, ids)[:, P - 1:]                # (B, n): tokens P..T-1
-        dist = logits[:, P - 1:-1].float().log_softmax(-1)           # (B, n, V): pi(. | s_t)
-        entropy = -(dist.exp() * dist).sum(-1)                       # (B, n)
-        values = self.value_head(h[:, P - 1:-1])[..., 0]             # (B, n): V(s_t)
+        h = self.policy.features(ids)  # (B, T, d)
+        logits = self.policy.lm_head(h)  # (B, T, V)
+        logp = token_logprobs(logits, ids)[:, P - 1 :]  # (B, n): tokens P..T-1
+        dist = logits[:, P - 1 : -1].float().log_softmax(-1)  # (B, n, V): pi(. | s_t)
+        entropy = -(dist.exp() * dist).sum(-1)  # (B, n)
+        values = self.value_head(h[:, P - 1 : -1])[..., 0]  # (B, n): V(s_t)
         return logp, entropy, values
 
     @torch.no_grad()
@@ -309,27 +347,44 @@ class PPOTrainer:
         check_positive_int("n_new", n_new)
         c, P = self.config, prompts.size(1)
         self.policy.eval()
-        ids = generate(self.policy, prompts, n_new, temperature=c.temperature, generator=generator).clone()
+        ids = generate(
+            self.policy, prompts, n_new, temperature=c.temperature, generator=generator
+        ).clone()
         logp, _, values = self._forward(ids, P)
-        logp_ref = token_logprobs(self.ref(ids)[0], ids)[:, P - 1:]
+        logp_ref = token_logprobs(self.ref(ids)[0], ids)[:, P - 1 :]
         score = self.reward_model(ids)
         check_tensor("reward_model(ids)", score, shape=(ids.size(0),))
         score = score.float()
         rewards = kl_penalty_rewards(logp, logp_ref, score, c.beta)
         adv, ret = gae(rewards, values, c.gamma, c.lam)
-        return dict(ids=ids, P=P, logp=logp, values=values, adv=adv, ret=ret, score=score,
-                    kl=(logp - logp_ref).sum(1))
+        return dict(
+            ids=ids,
+            P=P,
+            logp=logp,
+            values=values,
+            adv=adv,
+            ret=ret,
+            score=score,
+            kl=(logp - logp_ref).sum(1),
+        )
 
     def update(self, batch, ptx_ids=None, ptx_labels=None):
         """Epochs of minibatch steps on one rollout batch; returns the mean losses."""
         c = self.config
         if (ptx_ids is None) != (ptx_labels is None):
-            raise ValueError("give both `ptx_ids` and `ptx_labels` (or neither) for the pretraining mix")
+            raise ValueError(
+                "give both `ptx_ids` and `ptx_labels` (or neither) for the pretraining mix"
+            )
         if ptx_ids is not None:
             check_token_ids("ptx_ids", ptx_ids, self.policy.config.vocab_size, ndim=2)
         self.policy.train()
-        adv = (batch["adv"] - batch["adv"].mean()) / (batch["adv"].std() + 1e-8)   # whitened
-        B, stats = batch["ids"].size(0), {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0}
+        adv = (batch["adv"] - batch["adv"].mean()) / (
+            batch["adv"].std() + 1e-8
+        )  # whitened
+        B, stats = (
+            batch["ids"].size(0),
+            {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0},
+        )
         n_steps = 0
         for _ in range(c.epochs):
             for i in torch.randperm(B).split(c.minibatch_size):
@@ -337,20 +392,34 @@ class PPOTrainer:
                 pg = ppo_clip_loss(logp, batch["logp"][i], adv[i], c.clip_eps)
                 vf = 0.5 * (values - batch["ret"][i]).pow(2).mean()
                 loss = pg + c.vf_coef * vf - c.entropy_coef * entropy.mean()
-                if c.gamma_ptx > 0 and ptx_ids is not None:        # - gamma log pi(x_pretrain)
-                    loss = loss + c.gamma_ptx * causal_lm_loss(self.policy(ptx_ids)[0], ptx_labels)
+                if (
+                    c.gamma_ptx > 0 and ptx_ids is not None
+                ):  # - gamma log pi(x_pretrain)
+                    loss = loss + c.gamma_ptx * causal_lm_loss(
+                        self.policy(ptx_ids)[0], ptx_labels
+                    )
                 self.opt.zero_grad()
                 loss.backward()
-                nn.utils.clip_grad_norm_([*self.policy.parameters(), *self.value_head.parameters()],
-                                         c.max_grad_norm)
+                nn.utils.clip_grad_norm_(
+                    [*self.policy.parameters(), *self.value_head.parameters()],
+                    c.max_grad_norm,
+                )
                 self.opt.step()
-                stats["policy_loss"] += pg.item(); stats["value_loss"] += vf.item()
-                stats["entropy"] += entropy.mean().item(); n_steps += 1
+                stats["policy_loss"] += pg.item()
+                stats["value_loss"] += vf.item()
+                stats["entropy"] += entropy.mean().item()
+                n_steps += 1
         self.policy.eval()
         return {k: v / n_steps for k, v in stats.items()}
 
     def step(self, prompts, n_new, generator=None, ptx_ids=None, ptx_labels=None):
         """One PPO iteration: rollout, then update. Returns mean score, KL and losses."""
         batch = self.rollout(prompts, n_new, generator)
-        stats = self.update(batch, ptx_ids, ptx_labels if ptx_labels is not None else ptx_ids)
-        return {"score": batch["score"].mean().item(), "kl": batch["kl"].mean().item(), **stats}
+        stats = self.update(
+            batch, ptx_ids, ptx_labels if ptx_labels is not None else ptx_ids
+        )
+        return {
+            "score": batch["score"].mean().item(),
+            "kl": batch["kl"].mean().item(),
+            **stats,
+        }

@@ -51,7 +51,9 @@ def stream_loss(
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     ids = check_token_ids("ids", ids, vocab, ndim=1) if vocab else ids
     if len(ids) < 2:
-        raise ValueError("`ids` must hold at least 2 tokens (the first is never predicted)")
+        raise ValueError(
+            "`ids` must hold at least 2 tokens (the first is never predicted)"
+        )
     n, pos, spans = len(ids), 1, []
     while pos < n:  # window k scores targets pos .. end-1
         end = min(n, pos + (context if pos == 1 else stride))
@@ -88,7 +90,7 @@ def names() -> list[str]:
         >>> "gpt-shakespeare-char" in names()
         True
     """
-    return sorted(p.name[:-len(".safetensors")] for p in _FOLDER.glob("*.safetensors"))
+    return sorted(p.name[: -len(".safetensors")] for p in _FOLDER.glob("*.safetensors"))
 
 
 def metadata(name: str) -> dict:
@@ -109,10 +111,12 @@ def _read(name: str):
     try:
         state = load_safetensors(data)
         header_len = int.from_bytes(data[:8], "little")
-        meta = json.loads(data[8:8 + header_len]).get("__metadata__", {})
+        meta = json.loads(data[8 : 8 + header_len]).get("__metadata__", {})
     except (SafetensorError, ValueError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path} is not a valid safetensors checkpoint ({e}); reinstall "
-                         "course_llm or re-run the command in its docs") from None
+        raise ValueError(
+            f"{path} is not a valid safetensors checkpoint ({e}); reinstall "
+            "course_llm or re-run the command in its docs"
+        ) from None
     if meta.get("name") != name:
         raise ValueError(f"{path} holds {meta.get('name')!r}, not {name!r}")
     return state, meta
