@@ -19,9 +19,11 @@ _PLAIN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;
 #: Prompt templates for the sentiment task, each a pair (prompt with {text}, choices for labels 0 and 1).
 SENTIMENT_TEMPLATES = (
     ("Review: {text}\nSentiment:", (" negative", " positive")),
-    ("{text}\nQuestion: was that review positive or negative? Answer:",
-     (" negative", " positive")),
-    ("A critic wrote: \"{text}\" In one word, the film was", (" bad", " good")),
+    (
+        "{text}\nQuestion: was that review positive or negative? Answer:",
+        (" negative", " positive"),
+    ),
+    ('A critic wrote: "{text}" In one word, the film was', (" bad", " good")),
 )
 
 
@@ -46,34 +48,44 @@ def _cloze(rng, n):
     items = []
     while len(items) < n:
         end = rng.randrange(200, len(text) - 50)
-        start = text.rfind(" ", 0, end) + 1                 # a word starts at `start`
+        start = text.rfind(" ", 0, end) + 1  # a word starts at `start`
         word = text[start:].split(maxsplit=1)[0]
         if not _is_word(word) or text[start - 1] != " ":
             continue
         choices = [word] + rng.sample([w for w in words if w != word], 3)
         rng.shuffle(choices)
-        items.append({"prompt": text[start - 150:start - 1],
-                      "choices": [" " + c for c in choices], "answer": choices.index(word)})
+        items.append(
+            {
+                "prompt": text[start - 150 : start - 1],
+                "choices": [" " + c for c in choices],
+                "answer": choices.index(word),
+            }
+        )
     return items
 
 
 def _sentiment(rng, n, template):
     pool = _sentiment_pool()
     prompt, choices = SENTIMENT_TEMPLATES[template]
-    return [{"prompt": prompt.format(text=t), "choices": list(choices), "answer": y}
-            for t, y in rng.sample(pool, n)]
+    return [
+        {"prompt": prompt.format(text=t), "choices": list(choices), "answer": y}
+        for t, y in rng.sample(pool, n)
+    ]
 
 
 def _arithmetic(rng, n, shots=3):
     def line(a, b):
         return f"{a} plus {b} is", f" {a + b}."
+
     items = []
     for _ in range(n):
-        pairs = [(rng.randrange(10, 50), rng.randrange(10, 50))
-                 for _ in range(shots + 1)]
+        pairs = [
+            (rng.randrange(10, 50), rng.randrange(10, 50)) for _ in range(shots + 1)
+        ]
         demos = "".join(q + a + "\n" for q, a in map(lambda p: line(*p), pairs[:-1]))
-        items.append({"prompt": demos + line(*pairs[-1])[0],
-                      "answer": str(sum(pairs[-1]))})
+        items.append(
+            {"prompt": demos + line(*pairs[-1])[0], "answer": str(sum(pairs[-1]))}
+        )
     return items
 
 
@@ -83,18 +95,27 @@ _RULES = ("copy", "reverse", "rotate_left", "swap_ends", "double")
 def _string_rules(rng, n, shots=3, rules=_RULES):
     def show(s):
         return "".join("abcdefgh"[c] for c in s)
+
     items = []
     for _ in range(n):
         rule = STRING_RULES[rng.choice(rules)]
         xs = [rng.sample(range(8), 3) for _ in range(shots + 1)]
         demos = "".join(f"{show(x)}: {show(rule(x, None, 8))}\n" for x in xs[:-1])
-        items.append({"prompt": demos + f"{show(xs[-1])}:",
-                      "answer": show(rule(xs[-1], None, 8))})
+        items.append(
+            {
+                "prompt": demos + f"{show(xs[-1])}:",
+                "answer": show(rule(xs[-1], None, 8)),
+            }
+        )
     return items
 
 
-_TASKS = {"shakespeare_cloze": "mc", "sentiment": "mc", "arithmetic": "exact",
-          "string_rules": "exact"}
+_TASKS = {
+    "shakespeare_cloze": "mc",
+    "sentiment": "mc",
+    "arithmetic": "exact",
+    "string_rules": "exact",
+}
 
 # %% ../nbs/21b_eval_tasks.ipynb #eaac5589
 def tasks():

@@ -18,18 +18,22 @@ __all__ = ['sliding_nll', 'perplexity', 'choice_logprobs', 'multiple_choice', 'n
 def _check_tokenizer(tokenizer, need_decode=False):
     for method in ("encode", "decode") if need_decode else ("encode",):
         if not callable(getattr(tokenizer, method, None)):
-            raise TypeError(f"`tokenizer` must have a method `{method}` (encode: str -> "
-                            f"list[int]), got {type(tokenizer).__name__}; pass e.g. the "
-                            "tokenizer of zoo.load")
+            raise TypeError(
+                f"`tokenizer` must have a method `{method}` (encode: str -> "
+                f"list[int]), got {type(tokenizer).__name__}; pass e.g. the "
+                "tokenizer of zoo.load"
+            )
     return tokenizer
 
 
 def _encode(tokenizer, text, what):
     ids = tokenizer.encode(text)
     if not isinstance(ids, (list, tuple)) or not all(
-            isinstance(i, int) and i >= 0 for i in ids):
-        raise TypeError(f"`tokenizer.encode` must return a list of non-negative ints for "
-                        f"{what}")
+        isinstance(i, int) and i >= 0 for i in ids
+    ):
+        raise TypeError(
+            f"`tokenizer.encode` must return a list of non-negative ints for {what}"
+        )
     return list(ids)
 
 
@@ -42,8 +46,10 @@ def _context(model, max_len):
         return limit
     max_len = check_int("max_len", max_len, min=2)
     if limit is not None and max_len > limit:
-        raise ValueError(f"`max_len`={max_len} is larger than the model's context {limit}; "
-                         f"pass max_len <= {limit}")
+        raise ValueError(
+            f"`max_len`={max_len} is larger than the model's context {limit}; "
+            f"pass max_len <= {limit}"
+        )
     return max_len
 
 # %% ../nbs/21_evals.ipynb #9721c3f6
@@ -78,17 +84,18 @@ def sliding_nll(model, ids, *, max_len, stride):
     stride = check_int("stride", stride, min=1, max=max_len)
     ids = torch.as_tensor(ids, dtype=torch.long)
     if ids.ndim != 1 or len(ids) < 2:
-        raise ValueError(f"`ids` must be 1-D with at least 2 tokens, got shape "
-                         f"{tuple(ids.shape)}")
+        raise ValueError(
+            f"`ids` must be 1-D with at least 2 tokens, got shape {tuple(ids.shape)}"
+        )
     device = next(model.parameters()).device
-    nll, n, scored_up_to = 0.0, 0, 0            # tokens before `scored_up_to` are done
+    nll, n, scored_up_to = 0.0, 0, 0  # tokens before `scored_up_to` are done
     for begin in range(0, len(ids) - 1, stride):
         end = min(begin + max_len, len(ids))
-        window = ids[begin:end].to(device)                       # (L,)
-        logits = model(window[None, :-1])[0][0]                  # (L-1, V): window[1:]
+        window = ids[begin:end].to(device)  # (L,)
+        logits = model(window[None, :-1])[0][0]  # (L-1, V): window[1:]
         losses = F.cross_entropy(logits.float(), window[1:], reduction="none")
-        new = end - max(scored_up_to, begin + 1)                 # targets not yet scored
-        nll += losses[len(losses) - new:].sum().item()
+        new = end - max(scored_up_to, begin + 1)  # targets not yet scored
+        nll += losses[len(losses) - new :].sum().item()
         n, scored_up_to = n + new, end
         if end == len(ids):
             break
@@ -125,8 +132,9 @@ def perplexity(model, tokenizer, text, *, stride=None, max_len=None):
     stride = check_int("stride", stride, min=1, max=max_len)
     ids = _encode(tokenizer, text, "`text`")
     if len(ids) < 2:
-        raise ValueError("`text` must encode to at least 2 tokens (the first is never "
-                         "predicted)")
+        raise ValueError(
+            "`text` must encode to at least 2 tokens (the first is never predicted)"
+        )
     nll, n = sliding_nll(model, ids, max_len=max_len, stride=stride)
     return float(torch.tensor(nll / n).exp())
 
@@ -136,16 +144,23 @@ def _check_items(items, kind):
         raise ValueError("`items` must be a non-empty list of dicts (see `task`)")
     for k, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
-            raise ValueError(f"`items[{k}]` must be a dict with a str 'prompt', got "
-                             f"{item!r:.80}")
+            raise ValueError(
+                f"`items[{k}]` must be a dict with a str 'prompt', got {item!r:.80}"
+            )
         if kind == "mc":
             choices = item.get("choices")
-            if not isinstance(choices, (list, tuple)) or len(choices) < 2 or not all(
-                    isinstance(c, str) and c for c in choices):
-                raise ValueError(f"`items[{k}]` needs 'choices': a list of at least two "
-                                 f"non-empty strings, got {choices!r:.80}")
-            check_int(f"items[{k}]['answer']", item.get("answer"), min=0,
-                      max=len(choices) - 1)
+            if (
+                not isinstance(choices, (list, tuple))
+                or len(choices) < 2
+                or not all(isinstance(c, str) and c for c in choices)
+            ):
+                raise ValueError(
+                    f"`items[{k}]` needs 'choices': a list of at least two "
+                    f"non-empty strings, got {choices!r:.80}"
+                )
+            check_int(
+                f"items[{k}]['answer']", item.get("answer"), min=0, max=len(choices) - 1
+            )
         elif not isinstance(item.get("answer"), str):
             raise ValueError(f"`items[{k}]` needs a str 'answer' for exact match")
     return items
@@ -171,16 +186,16 @@ def choice_logprobs(model, prompt_ids, choice_ids):
     """
     device = next(model.parameters()).device
     P = len(prompt_ids)
-    if all(len(c) == 1 for c in choice_ids):                          # fast path
-        logits = model(torch.tensor([prompt_ids], device=device))[0][0, -1]   # (V,)
+    if all(len(c) == 1 for c in choice_ids):  # fast path
+        logits = model(torch.tensor([prompt_ids], device=device))[0][0, -1]  # (V,)
         logp = logits.float().log_softmax(-1)
         return [logp[c[0]].item() for c in choice_ids]
     rows = [prompt_ids + c for c in choice_ids]
     T = max(map(len, rows))
-    idx = torch.tensor([r + [0] * (T - len(r)) for r in rows], device=device)   # (C, T)
-    logp = model(idx[:, :-1])[0].float().log_softmax(-1)              # (C, T-1, V)
+    idx = torch.tensor([r + [0] * (T - len(r)) for r in rows], device=device)  # (C, T)
+    logp = model(idx[:, :-1])[0].float().log_softmax(-1)  # (C, T-1, V)
     out = []
-    for j, c in enumerate(choice_ids):              # token P+i is predicted at P+i-1
+    for j, c in enumerate(choice_ids):  # token P+i is predicted at P+i-1
         pos = torch.arange(P - 1, P - 1 + len(c), device=device)
         out.append(logp[j, pos, torch.tensor(c, device=device)].sum().item())
     return out
@@ -224,13 +239,16 @@ def multiple_choice(model, tokenizer, items, *, max_len=None):
     result = {k: [] for k in keys}
     for k, item in enumerate(items):
         prompt = _encode(tokenizer, item["prompt"], f"items[{k}]['prompt']")
-        choices = [_encode(tokenizer, c, f"items[{k}]['choices']")
-                   for c in item["choices"]]
+        choices = [
+            _encode(tokenizer, c, f"items[{k}]['choices']") for c in item["choices"]
+        ]
         longest = max(map(len, choices))
         if not prompt or not all(choices) or longest >= L:
-            raise ValueError(f"`items[{k}]`: the prompt and every choice must encode to at "
-                             f"least one token, and each choice to fewer than max_len={L}")
-        lp = choice_logprobs(model, prompt[-(L + 1 - longest):], choices)
+            raise ValueError(
+                f"`items[{k}]`: the prompt and every choice must encode to at "
+                f"least one token, and each choice to fewer than max_len={L}"
+            )
+        lp = choice_logprobs(model, prompt[-(L + 1 - longest) :], choices)
         norm = [v / len(c) for v, c in zip(lp, item["choices"])]
         for name, scores in (("pred", lp), ("pred_norm", norm)):
             best = max(range(len(scores)), key=scores.__getitem__)
@@ -272,13 +290,18 @@ def exact_match(generate_fn, items):
         1.0
     """
     if not callable(generate_fn):
-        raise TypeError(f"`generate_fn` must be a function prompt -> text, got "
-                        f"{type(generate_fn).__name__}")
+        raise TypeError(
+            f"`generate_fn` must be a function prompt -> text, got "
+            f"{type(generate_fn).__name__}"
+        )
     _check_items(items, "exact")
     preds = [normalize_answer(generate_fn(item["prompt"])) for item in items]
     correct = [int(p == normalize_answer(it["answer"])) for p, it in zip(preds, items)]
-    return {"accuracy": sum(correct) / len(items), "predictions": preds,
-            "correct": correct}
+    return {
+        "accuracy": sum(correct) / len(items),
+        "predictions": preds,
+        "correct": correct,
+    }
 
 
 def greedy_generator(model, tokenizer, max_new_tokens=8):
@@ -298,9 +321,15 @@ def greedy_generator(model, tokenizer, max_new_tokens=8):
 
     def fn(prompt):
         ids = _encode(tokenizer, prompt, "the prompt")
-        out = generate(model, torch.tensor([ids], device=device), max_new_tokens,
-                       temperature=0, eos_id=eos_id)[0, len(ids):].tolist()
+        out = generate(
+            model,
+            torch.tensor([ids], device=device),
+            max_new_tokens,
+            temperature=0,
+            eos_id=eos_id,
+        )[0, len(ids) :].tolist()
         return tokenizer.decode([t for t in out if t != eos_id])
+
     return fn
 
 # %% ../nbs/21_evals.ipynb #4ad6f07b
@@ -323,8 +352,9 @@ def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
     seed = check_int("seed", seed, min=0)
     x = torch.as_tensor(scores, dtype=torch.float64)
     if x.ndim != 1 or len(x) == 0 or not torch.isfinite(x).all():
-        raise ValueError("`scores` must be a non-empty 1-D list of finite numbers (one per "
-                         "item)")
+        raise ValueError(
+            "`scores` must be a non-empty 1-D list of finite numbers (one per item)"
+        )
     g = torch.Generator().manual_seed(seed)
     means = x[torch.randint(len(x), (n_boot, len(x)), generator=g)].mean(1)  # (n_boot,)
     q = torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64)

@@ -11,7 +11,13 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .core import check_bool, check_float, check_int, check_positive_int, check_tensor
+from course_llm.core import (
+    check_bool,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+)
 
 # %% ../nbs/15_flash_attention.ipynb #d71d4281
 def sliding_window_mask(T, window):
@@ -31,22 +37,36 @@ def sliding_window_mask(T, window):
     """
     check_positive_int("T", T)
     check_positive_int("window", window)
-    i = torch.arange(T)[:, None]                                            # (T, 1) queries
-    j = torch.arange(T)[None, :]                                            # (1, T) keys
-    return (j <= i) & (i - j < window)                                      # (T, T)
+    i = torch.arange(T)[:, None]  # (T, 1) queries
+    j = torch.arange(T)[None, :]  # (1, T) keys
+    return (j <= i) & (i - j < window)  # (T, T)
 
 # %% ../nbs/15_flash_attention.ipynb #5617a162
 def _check_attention_inputs(q, k, v, block_q, block_k, scale, causal, window):
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, x, ndim=4, dtype="float")
         if 0 in x.shape:
-            raise ValueError(f"`{name}` has an empty dimension {tuple(x.shape)}: every size must be >= 1")
+            raise ValueError(
+                f"`{name}` has an empty dimension {tuple(x.shape)}: every size must be >= 1"
+            )
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(
+                f"`{name}` holds NaN or inf values: check what computed it"
+            )
     if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}: "
-                        f"convert them with .to(dtype)")
-    if q.shape[:2] != k.shape[:2] or k.shape[:3] != v.shape[:3] or q.size(3) != k.size(3):
-        raise ValueError(f"expected q (B, H, T, d), k (B, H, S, d) and v (B, H, S, d_v), got "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise TypeError(
+            f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}: "
+            f"convert them with .to(dtype)"
+        )
+    if (
+        q.shape[:2] != k.shape[:2]
+        or k.shape[:3] != v.shape[:3]
+        or q.size(3) != k.size(3)
+    ):
+        raise ValueError(
+            f"expected q (B, H, T, d), k (B, H, S, d) and v (B, H, S, d_v), got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     check_positive_int("block_q", block_q)
     check_positive_int("block_k", block_k)
     check_bool("causal", causal)
@@ -55,13 +75,19 @@ def _check_attention_inputs(q, k, v, block_q, block_k, scale, causal, window):
     if window is not None:
         check_positive_int("window", window)
         if not causal:
-            raise ValueError("`window` needs causal=True: a sliding window looks back only")
+            raise ValueError(
+                "`window` needs causal=True: a sliding window looks back only"
+            )
     if causal and q.size(2) > k.size(2):
-        raise ValueError(f"causal attention with more queries (T={q.size(2)}) than keys "
-                         f"(S={k.size(2)}) leaves the first queries nothing to see: pass S >= T")
+        raise ValueError(
+            f"causal attention with more queries (T={q.size(2)}) than keys "
+            f"(S={k.size(2)}) leaves the first queries nothing to see: pass S >= T"
+        )
 
 # %% ../nbs/15_flash_attention.ipynb #9e05749c
-def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None, window=None):
+def flash_attention(
+    q, k, v, *, causal=False, block_q=64, block_k=64, scale=None, window=None
+):
     """Exact softmax attention computed tile by tile, never materialising the T x S scores.
 
     The online-softmax recurrence (Milakov & Gimelshein 2018; Dao et al. 2022): for each block
@@ -96,33 +122,41 @@ def flash_attention(q, k, v, *, causal=False, block_q=64, block_k=64, scale=None
     _check_attention_inputs(q, k, v, block_q, block_k, scale, causal, window)
     T, S = q.size(2), k.size(2)
     scale = 1.0 / math.sqrt(q.size(3)) if scale is None else scale
-    out = torch.empty(*q.shape[:3], v.size(3), dtype=q.dtype, device=q.device)  # (B, H, T, d_v)
+    out = torch.empty(
+        *q.shape[:3], v.size(3), dtype=q.dtype, device=q.device
+    )  # (B, H, T, d_v)
     for i0 in range(0, T, block_q):
-        qi = q[:, :, i0:i0 + block_q] * scale                               # (B, H, bq, d)
-        pos = torch.arange(i0, i0 + qi.size(2), device=q.device) + (S - T)   # (bq,) positions
-        m = torch.full((*qi.shape[:3], 1), float("-inf"), dtype=q.dtype, device=q.device)
-        l = torch.zeros_like(m)                                             # (B, H, bq, 1)
+        qi = q[:, :, i0 : i0 + block_q] * scale  # (B, H, bq, d)
+        pos = torch.arange(i0, i0 + qi.size(2), device=q.device) + (
+            S - T
+        )  # (bq,) positions
+        m = torch.full(
+            (*qi.shape[:3], 1), float("-inf"), dtype=q.dtype, device=q.device
+        )
+        l = torch.zeros_like(m)  # (B, H, bq, 1)
         a = torch.zeros(*qi.shape[:3], v.size(3), dtype=q.dtype, device=q.device)
         for j0 in range(0, S, block_k):
-            j = torch.arange(j0, min(j0 + block_k, S), device=q.device)     # (bk,) key positions
+            j = torch.arange(
+                j0, min(j0 + block_k, S), device=q.device
+            )  # (bk,) key positions
             if causal and j0 > pos[-1]:
-                break                                                       # the future: done
+                break  # the future: done
             if window is not None and pos[0] - j[-1] >= window:
-                continue                                                    # too old for all
-            s = qi @ k[:, :, j0:j0 + block_k].transpose(-2, -1)              # (B, H, bq, bk)
+                continue  # too old for all
+            s = qi @ k[:, :, j0 : j0 + block_k].transpose(-2, -1)  # (B, H, bq, bk)
             if causal:
-                keep = j[None, :] <= pos[:, None]                           # (bq, bk)
+                keep = j[None, :] <= pos[:, None]  # (bq, bk)
                 if window is not None:
                     keep = keep & (pos[:, None] - j[None, :] < window)
                 s = s.masked_fill(~keep, float("-inf"))
-            m_new = torch.maximum(m, s.amax(-1, keepdim=True))              # (B, H, bq, 1)
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))  # (B, H, bq, 1)
             m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)
-            p = torch.exp(s - m_safe)                                       # (B, H, bq, bk)
-            alpha = torch.exp(m - m_safe)                                   # (B, H, bq, 1)
+            p = torch.exp(s - m_safe)  # (B, H, bq, bk)
+            alpha = torch.exp(m - m_safe)  # (B, H, bq, 1)
             l = alpha * l + p.sum(-1, keepdim=True)
-            a = alpha * a + p @ v[:, :, j0:j0 + block_k]                    # (B, H, bq, d_v)
+            a = alpha * a + p @ v[:, :, j0 : j0 + block_k]  # (B, H, bq, d_v)
             m = m_new
-        out[:, :, i0:i0 + qi.size(2)] = a / l
+        out[:, :, i0 : i0 + qi.size(2)] = a / l
     return out
 
 # %% ../nbs/15_flash_attention.ipynb #40210462
@@ -136,10 +170,12 @@ class _TensorBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = {t.data_ptr() for t in tree_flatten((args, kwargs))[0] if torch.is_tensor(t)}
+        inputs = {
+            t.data_ptr() for t in tree_flatten((args, kwargs))[0] if torch.is_tensor(t)
+        }
         for t in tree_flatten(out)[0]:
             if torch.is_tensor(t) and not t._is_view() and t.data_ptr() not in inputs:
-                n = t.untyped_storage().nbytes()                           # a new allocation
+                n = t.untyped_storage().nbytes()  # a new allocation
                 self.live += n
                 self.peak = max(self.peak, self.live)
                 weakref.finalize(t, self._free, n)

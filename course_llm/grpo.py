@@ -10,11 +10,19 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .core import (check_bool, check_choice, check_float, check_int, check_positive_int,
-                             check_same_shape, check_tensor, check_token_ids)
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .generate import generate
 from .gpt import GPT
-from .ppo import token_logprobs
+from .ppo import check_rl_models, token_logprobs
 
 # %% ../nbs/20_grpo.ipynb #a434a1b0
 def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
@@ -46,15 +54,19 @@ def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
     eps = check_float("eps", eps, min=0, min_open=True)
     n = rewards.numel()
     if n == 0 or n % group_size:
-        raise ValueError(f"`group_size` ({group_size}) must divide the number of rewards ({n}): "
-                         f"give every prompt exactly group_size responses")
+        raise ValueError(
+            f"`group_size` ({group_size}) must divide the number of rewards ({n}): "
+            f"give every prompt exactly group_size responses"
+        )
     if not bool(torch.isfinite(rewards).all()):
-        raise ValueError("`rewards` holds NaN or inf: make the reward function return finite numbers")
-    r = rewards.reshape(-1, group_size)                              # (n_groups, G)
+        raise ValueError(
+            "`rewards` holds NaN or inf: make the reward function return finite numbers"
+        )
+    r = rewards.reshape(-1, group_size)  # (n_groups, G)
     adv = r - r.mean(1, keepdim=True)
     if normalize_std:
-        adv = adv / (r.std(1, keepdim=True) + eps)                   # unbiased std
-    flat = (r == r[:, :1]).all(1, keepdim=True)                      # all rewards of a group equal
+        adv = adv / (r.std(1, keepdim=True) + eps)  # unbiased std
+    flat = (r == r[:, :1]).all(1, keepdim=True)  # all rewards of a group equal
     return adv.masked_fill(flat, 0.0).reshape(rewards.shape)
 
 # %% ../nbs/20_grpo.ipynb #747dc9d1
@@ -68,19 +80,37 @@ def _check_loss_inputs(logprobs, old_logprobs, ref_logprobs, advantages, mask):
     check_tensor("mask", mask)
     check_same_shape("logprobs", logprobs, "mask", mask)
     if logprobs.numel() == 0:
-        raise ValueError(f"`logprobs` is empty {tuple(logprobs.shape)}: give at least one token")
+        raise ValueError(
+            f"`logprobs` is empty {tuple(logprobs.shape)}: give at least one token"
+        )
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError("`mask` must hold only 0/1 (or False/True)")
     if not bool(mask.bool().any(1).all()):
-        raise ValueError("a row of `mask` has no response token: every sequence needs at least one")
-    for name, x in (("logprobs", logprobs), ("old_logprobs", old_logprobs),
-                    ("ref_logprobs", ref_logprobs), ("advantages", advantages)):
+        raise ValueError(
+            "a row of `mask` has no response token: every sequence needs at least one"
+        )
+    for name, x in (
+        ("logprobs", logprobs),
+        ("old_logprobs", old_logprobs),
+        ("ref_logprobs", ref_logprobs),
+        ("advantages", advantages),
+    ):
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"`{name}` holds NaN or inf")
 
 # %% ../nbs/20_grpo.ipynb #34727e91
-def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, clip_eps=0.2, beta=0.04,
-              aggregate="sequence", return_stats=False):
+def grpo_loss(
+    logprobs,
+    old_logprobs,
+    ref_logprobs,
+    advantages,
+    mask,
+    *,
+    clip_eps=0.2,
+    beta=0.04,
+    aggregate="sequence",
+    return_stats=False,
+):
     """The GRPO objective of DeepSeekMath, negated to be minimised.
 
     Per response token t of sequence i, with the ratio rho = exp(logprobs - old_logprobs) and
@@ -120,14 +150,14 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, clip_ep
     beta = check_float("beta", beta, min=0)
     check_choice("aggregate", aggregate, ("sequence", "token"))
     check_bool("return_stats", return_stats)
-    m = mask.to(logprobs.dtype)                                      # (B, T)
-    A = advantages.to(logprobs.dtype)[:, None]                       # (B, 1)
-    ratio = torch.exp(logprobs - old_logprobs.detach())              # rho_it, (B, T)
+    m = mask.to(logprobs.dtype)  # (B, T)
+    A = advantages.to(logprobs.dtype)[:, None]  # (B, 1)
+    ratio = torch.exp(logprobs - old_logprobs.detach())  # rho_it, (B, T)
     clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps)
     surrogate = torch.minimum(ratio * A, clipped * A)
     d = ref_logprobs.detach() - logprobs
-    k3 = torch.exp(d) - d - 1                                        # >= 0
-    per_token = -(surrogate - beta * k3) * m                         # (B, T)
+    k3 = torch.exp(d) - d - 1  # >= 0
+    per_token = -(surrogate - beta * k3) * m  # (B, T)
     if aggregate == "sequence":
         loss = (per_token.sum(1) / m.sum(1)).mean()
     else:
@@ -136,9 +166,11 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, mask, *, clip_ep
         return loss
     with torch.no_grad():
         n = m.sum()
-        stats = {"kl": float((k3 * m).sum() / n),
-                 "clip_frac": float(((ratio != clipped).to(m.dtype) * m).sum() / n),
-                 "ratio": float((ratio * m).sum() / n)}
+        stats = {
+            "kl": float((k3 * m).sum() / n),
+            "clip_frac": float(((ratio != clipped).to(m.dtype) * m).sum() / n),
+            "ratio": float((ratio * m).sum() / n),
+        }
     return loss, stats
 
 # %% ../nbs/20_grpo.ipynb #a6176244
@@ -165,7 +197,7 @@ def response_mask(responses, eos_id):
         raise ValueError("`responses` has no tokens: generate at least one")
     check_int("eos_id", eos_id, min=0)
     is_eos = (responses == eos_id).long()
-    before = is_eos.cumsum(1) - is_eos                               # end tokens strictly before t
+    before = is_eos.cumsum(1) - is_eos  # end tokens strictly before t
     return before == 0
 
 # %% ../nbs/20_grpo.ipynb #764d889d
@@ -185,6 +217,7 @@ class GRPOConfig:
         normalize_std: divide advantages by the group's std (see `group_advantages`).
         aggregate: ``"sequence"`` or ``"token"`` (see `grpo_loss`).
     """
+
     group_size: int = 8
     clip_eps: float = 0.2
     beta: float = 0.04
@@ -198,7 +231,12 @@ class GRPOConfig:
 
     def __post_init__(self):
         check_int("group_size", self.group_size, min=2)
-        for name in ("clip_eps", "lr", "temperature", "max_grad_norm"):   # temperature 0 is greedy
+        for name in (
+            "clip_eps",
+            "lr",
+            "temperature",
+            "max_grad_norm",
+        ):  # temperature 0 is greedy
             check_float(name, getattr(self, name), min=0, min_open=True)
         check_float("beta", self.beta, min=0)
         check_positive_int("epochs", self.epochs)
@@ -232,43 +270,70 @@ class GRPOTrainer:
     """
 
     def __init__(self, policy, ref, reward_fn, eos_id, config=None):
-        for name, m in (("policy", policy), ("ref", ref)):
-            if not isinstance(m, GPT):
-                raise TypeError(f"`{name}` must be a course_llm.gpt.GPT, got {type(m).__name__}")
-        if policy.config.vocab_size != ref.config.vocab_size:
-            raise ValueError(f"`policy` and `ref` must share a vocabulary, got "
-                             f"{policy.config.vocab_size} and {ref.config.vocab_size} tokens")
-        if not callable(reward_fn):
-            raise TypeError(f"`reward_fn` must be callable as reward_fn(prompts, responses), got "
-                            f"{type(reward_fn).__name__}")
+        check_rl_models(
+            policy,
+            ref,
+            reward_fn,
+            "reward_fn",
+            "be callable as reward_fn(prompts, responses)",
+        )
         check_int("eos_id", eos_id, min=0, max=policy.config.vocab_size - 1)
         if config is not None and not isinstance(config, GRPOConfig):
-            raise TypeError(f"`config` must be a GRPOConfig, got {type(config).__name__}")
-        self.policy, self.ref, self.reward_fn, self.eos_id = policy, ref.eval(), reward_fn, eos_id
+            raise TypeError(
+                f"`config` must be a GRPOConfig, got {type(config).__name__}"
+            )
+        self.policy, self.ref, self.reward_fn, self.eos_id = (
+            policy,
+            ref.eval(),
+            reward_fn,
+            eos_id,
+        )
         self.config = config or GRPOConfig()
-        self.opt = torch.optim.AdamW(policy.parameters(), lr=self.config.lr, weight_decay=0.0)
+        self.opt = torch.optim.AdamW(
+            policy.parameters(), lr=self.config.lr, weight_decay=0.0
+        )
 
     def _logprobs(self, model, ids, P):
         """log-probabilities of the response tokens P..T-1 under `model`, (N, T - P)."""
-        return token_logprobs(model(ids)[0], ids)[:, P - 1:]
+        return token_logprobs(model(ids)[0], ids)[:, P - 1 :]
 
     @torch.no_grad()
     def rollout(self, prompts, generator=None):
         """G responses to each prompt (B, P), their rewards, advantages, mask and reference log-probs."""
         check_token_ids("prompts", prompts, self.policy.config.vocab_size, ndim=2)
         if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"`generator` must be a torch.Generator or None, got {type(generator).__name__}")
+            raise TypeError(
+                f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+            )
         c, P = self.config, prompts.size(1)
         self.policy.eval()
-        group = prompts.repeat_interleave(c.group_size, 0)           # (B G, P): groups consecutive
-        ids = generate(self.policy, group, c.max_new_tokens, temperature=c.temperature,
-                       eos_id=self.eos_id, generator=generator).clone()   # (B G, P + n)
+        group = prompts.repeat_interleave(
+            c.group_size, 0
+        )  # (B G, P): groups consecutive
+        ids = generate(
+            self.policy,
+            group,
+            c.max_new_tokens,
+            temperature=c.temperature,
+            eos_id=self.eos_id,
+            generator=generator,
+        ).clone()  # (B G, P + n)
         rewards = self.reward_fn(group, ids[:, P:])
-        check_tensor("reward_fn(prompts, responses)", rewards, shape=(ids.size(0),), dtype="float")
+        check_tensor(
+            "reward_fn(prompts, responses)",
+            rewards,
+            shape=(ids.size(0),),
+            dtype="float",
+        )
         rewards = rewards.float()
-        return dict(ids=ids, P=P, mask=response_mask(ids[:, P:], self.eos_id),
-                    ref=self._logprobs(self.ref, ids, P), rewards=rewards,
-                    adv=group_advantages(rewards, c.group_size, normalize_std=c.normalize_std))
+        return dict(
+            ids=ids,
+            P=P,
+            mask=response_mask(ids[:, P:], self.eos_id),
+            ref=self._logprobs(self.ref, ids, P),
+            rewards=rewards,
+            adv=group_advantages(rewards, c.group_size, normalize_std=c.normalize_std),
+        )
 
     def update(self, batch):
         """`epochs` gradient steps on one batch of rollouts; returns the last step's loss and stats."""
@@ -277,11 +342,19 @@ class GRPOTrainer:
         old = None
         for _ in range(c.epochs):
             logp = self._logprobs(self.policy, batch["ids"], batch["P"])
-            if old is None:                                          # the sampling policy, unchanged
+            if old is None:  # the sampling policy, unchanged
                 old = logp.detach()
-            loss, stats = grpo_loss(logp, old, batch["ref"], batch["adv"], batch["mask"],
-                                    clip_eps=c.clip_eps, beta=c.beta, aggregate=c.aggregate,
-                                    return_stats=True)
+            loss, stats = grpo_loss(
+                logp,
+                old,
+                batch["ref"],
+                batch["adv"],
+                batch["mask"],
+                clip_eps=c.clip_eps,
+                beta=c.beta,
+                aggregate=c.aggregate,
+                return_stats=True,
+            )
             self.opt.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(self.policy.parameters(), c.max_grad_norm)
@@ -293,5 +366,8 @@ class GRPOTrainer:
         """One rollout and its update: mean reward, mean response length and the loss's stats."""
         batch = self.rollout(prompts, generator)
         stats = self.update(batch)
-        return {"reward": float(batch["rewards"].mean()),
-                "length": float(batch["mask"].sum(1).float().mean()), **stats}
+        return {
+            "reward": float(batch["rewards"].mean()),
+            "length": float(batch["mask"].sum(1).float().mean()),
+            **stats,
+        }

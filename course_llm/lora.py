@@ -48,8 +48,10 @@ class LoRALinear(nn.Module):
         if isinstance(base, LoRALinear):
             raise TypeError("`base` is already a LoRALinear: merge_lora it first")
         if not isinstance(base, (nn.Linear, QuantLinear)):
-            raise TypeError(f"`base` must be an nn.Linear or a QuantLinear, got "
-                            f"{type(base).__name__}")
+            raise TypeError(
+                f"`base` must be an nn.Linear or a QuantLinear, got "
+                f"{type(base).__name__}"
+            )
         self.r = check_positive_int("r", r)
         self.alpha = check_float("alpha", alpha, min=0, min_open=True)
         self.dropout_p = check_float("dropout", dropout, min=0, max=1, max_open=True)
@@ -61,7 +63,7 @@ class LoRALinear(nn.Module):
         like = dict(device=w.device, dtype=w.dtype)
         self.lora_A = nn.Parameter(torch.empty(r, self.in_features, **like))
         self.lora_B = nn.Parameter(torch.zeros(self.out_features, r, **like))
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))   # as nn.Linear's weight
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # as nn.Linear's weight
         self.dropout = nn.Dropout(dropout)
 
     @property
@@ -71,11 +73,11 @@ class LoRALinear(nn.Module):
 
     def delta_weight(self):
         """The update (alpha / r) B A, shape (out, in), that `merge_lora` adds to W."""
-        return self.scaling * (self.lora_B @ self.lora_A)       # (out, r) @ (r, in)
+        return self.scaling * (self.lora_B @ self.lora_A)  # (out, r) @ (r, in)
 
     def forward(self, x):
-        low = self.dropout(x) @ self.lora_A.T                   # (..., in) -> (..., r)
-        return self.base(x) + self.scaling * (low @ self.lora_B.T)   # (..., out)
+        low = self.dropout(x) @ self.lora_A.T  # (..., in) -> (..., r)
+        return self.base(x) + self.scaling * (low @ self.lora_B.T)  # (..., out)
 
     def extra_repr(self):
         return f"r={self.r}, alpha={self.alpha}, dropout={self.dropout_p}"
@@ -124,10 +126,16 @@ def add_lora(model, r, alpha, targets=("q_proj", "v_proj"), dropout=0.0):
         32
     """
     _check_model(model)
-    if (isinstance(targets, str) or not isinstance(targets, (tuple, list))
-            or not targets or not all(isinstance(t, str) and t for t in targets)):
-        raise TypeError(f"`targets` must be a non-empty tuple of module names such as "
-                        f"('q_proj', 'v_proj'), got {targets!r}")
+    if (
+        isinstance(targets, str)
+        or not isinstance(targets, (tuple, list))
+        or not targets
+        or not all(isinstance(t, str) and t for t in targets)
+    ):
+        raise TypeError(
+            f"`targets` must be a non-empty tuple of module names such as "
+            f"('q_proj', 'v_proj'), got {targets!r}"
+        )
     r = check_positive_int("r", r)
     alpha = check_float("alpha", alpha, min=0, min_open=True)
     dropout = check_float("dropout", dropout, min=0, max=1, max_open=True)
@@ -140,13 +148,17 @@ def add_lora(model, r, alpha, targets=("q_proj", "v_proj"), dropout=0.0):
     missing = [t for t in targets if t not in matched]
     if missing:
         leaves = sorted({n.rpartition(".")[2] for n in linear})
-        raise ValueError(f"`targets` {missing} match no module of "
-                         f"{type(model).__name__}; its linear layers end in {leaves}")
+        raise ValueError(
+            f"`targets` {missing} match no module of "
+            f"{type(model).__name__}; its linear layers end in {leaves}"
+        )
     wrong = [n for n in chosen if n not in linear]
     if wrong:
         kind = type(modules[wrong[0]]).__name__
-        raise ValueError(f"`targets` match {wrong[0]!r}, a {kind}, not a linear layer: "
-                         f"name nn.Linear (or QuantLinear) modules")
+        raise ValueError(
+            f"`targets` match {wrong[0]!r}, a {kind}, not a linear layer: "
+            f"name nn.Linear (or QuantLinear) modules"
+        )
     for p in model.parameters():
         p.requires_grad_(False)
     for name in chosen:
@@ -193,13 +205,19 @@ def merge_lora(model):
     _check_model(model)
     names = [n for n, m in model.named_modules() if isinstance(m, LoRALinear)]
     if not names:
-        raise ValueError("`model` holds no LoRALinear layers: nothing to merge "
-                         "(call add_lora first)")
+        raise ValueError(
+            "`model` holds no LoRALinear layers: nothing to merge (call add_lora first)"
+        )
     for name in names:
         lora = model.get_submodule(name)
         w, bias = _base_weight(lora.base), lora.base.bias
-        merged = nn.Linear(lora.in_features, lora.out_features, bias=bias is not None,
-                           device=w.device, dtype=w.dtype)
+        merged = nn.Linear(
+            lora.in_features,
+            lora.out_features,
+            bias=bias is not None,
+            device=w.device,
+            dtype=w.dtype,
+        )
         with torch.no_grad():
             merged.weight.copy_(w + lora.delta_weight())
             if bias is not None:

@@ -11,8 +11,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import (check_bool, check_choice, check_float, check_int,
-                             check_positive_int, check_tensor)
+from course_llm.core import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+)
 
 # %% ../nbs/19_moe.ipynb #4b8eed2b
 EXPERT_ACTIVATIONS = {
@@ -66,8 +72,8 @@ def route(logits, top_k, renormalize=None):
     if renormalize is None:
         renormalize = top_k > 1
     check_bool("renormalize", renormalize)
-    probs = logits.float().softmax(dim=-1)                        # (N, E)
-    gates, experts = probs.topk(top_k, dim=-1)                    # (N, k), (N, k)
+    probs = logits.float().softmax(dim=-1)  # (N, E)
+    gates, experts = probs.topk(top_k, dim=-1)  # (N, k), (N, k)
     if renormalize:
         gates = gates / gates.sum(dim=-1, keepdim=True)
     return probs, gates, experts
@@ -95,13 +101,17 @@ def capacity_mask(experts, n_expert, capacity):
     check_positive_int("n_expert", n_expert)
     check_int("capacity", capacity, min=0)
     if experts.numel() and (experts.min() < 0 or experts.max() >= n_expert):
-        raise ValueError(f"`experts` must hold ids in [0, {n_expert}), got values in "
-                         f"[{experts.min().item()}, {experts.max().item()}]")
-    order = experts.t().reshape(-1)                               # (k N,): rank-major
-    one_hot = F.one_hot(order, n_expert)                          # (k N, E)
-    position = (one_hot.cumsum(dim=0) * one_hot).sum(-1) - 1      # place in its expert's queue
-    keep = position < capacity                                    # (k N,)
-    return keep.reshape(experts.size(1), experts.size(0)).t()     # (N, k)
+        raise ValueError(
+            f"`experts` must hold ids in [0, {n_expert}), got values in "
+            f"[{experts.min().item()}, {experts.max().item()}]"
+        )
+    order = experts.t().reshape(-1)  # (k N,): rank-major
+    one_hot = F.one_hot(order, n_expert)  # (k N, E)
+    position = (one_hot.cumsum(dim=0) * one_hot).sum(
+        -1
+    ) - 1  # place in its expert's queue
+    keep = position < capacity  # (k N,)
+    return keep.reshape(experts.size(1), experts.size(0)).t()  # (N, k)
 
 # %% ../nbs/19_moe.ipynb #0af645f8
 def load_balancing_loss(probs, experts):
@@ -123,12 +133,14 @@ def load_balancing_loss(probs, experts):
     check_tensor("probs", probs, ndim=2, dtype="float")
     check_tensor("experts", experts, ndim=2, dtype="int")
     if experts.size(0) != probs.size(0) or experts.numel() == 0:
-        raise ValueError(f"`experts` must have one row per token of `probs` ({probs.size(0)}), "
-                         f"got shape {tuple(experts.shape)}")
+        raise ValueError(
+            f"`experts` must have one row per token of `probs` ({probs.size(0)}), "
+            f"got shape {tuple(experts.shape)}"
+        )
     n_expert = probs.size(-1)
-    counts = torch.bincount(experts.flatten(), minlength=n_expert)   # (E,)
-    f = counts.to(probs.dtype) / experts.numel()                     # fraction of assignments
-    P = probs.mean(dim=0)                                            # (E,) mean probability
+    counts = torch.bincount(experts.flatten(), minlength=n_expert)  # (E,)
+    f = counts.to(probs.dtype) / experts.numel()  # fraction of assignments
+    P = probs.mean(dim=0)  # (E,) mean probability
     return n_expert * (f * P).sum()
 
 
@@ -165,14 +177,19 @@ class Experts(nn.Module):
 
     def __init__(self, n_expert, d_model, d_ff, activation="silu", glu=True):
         super().__init__()
-        for name, value in (("n_expert", n_expert), ("d_model", d_model), ("d_ff", d_ff)):
+        for name, value in (
+            ("n_expert", n_expert),
+            ("d_model", d_model),
+            ("d_ff", d_ff),
+        ):
             check_positive_int(name, value)
-        self.act = EXPERT_ACTIVATIONS[check_choice("activation", activation,
-                                                   sorted(EXPERT_ACTIVATIONS))]
+        self.act = EXPERT_ACTIVATIONS[
+            check_choice("activation", activation, sorted(EXPERT_ACTIVATIONS))
+        ]
         self.glu = check_bool("glu", glu)
-        self.w1 = nn.Parameter(torch.empty(n_expert, d_ff, d_model))       # (E, d_ff, d)
+        self.w1 = nn.Parameter(torch.empty(n_expert, d_ff, d_model))  # (E, d_ff, d)
         self.v = nn.Parameter(torch.empty(n_expert, d_ff, d_model)) if glu else None
-        self.w2 = nn.Parameter(torch.empty(n_expert, d_model, d_ff))       # (E, d, d_ff)
+        self.w2 = nn.Parameter(torch.empty(n_expert, d_model, d_ff))  # (E, d, d_ff)
         self.reset_parameters()
 
     def reset_parameters(self, std=None):
@@ -181,17 +198,17 @@ class Experts(nn.Module):
             if w is None:
                 continue
             if std is None:
-                bound = 1 / math.sqrt(w.size(-1))                          # fan_in of one expert
+                bound = 1 / math.sqrt(w.size(-1))  # fan_in of one expert
                 nn.init.uniform_(w, -bound, bound)
             else:
                 nn.init.normal_(w, mean=0.0, std=check_float("std", std, min=0.0))
 
     def forward(self, i, x):
         """Expert i's FFN on the tokens x (n, d_model) -> (n, d_model)."""
-        h = self.act(x @ self.w1[i].t())                                   # (n, d_ff)
+        h = self.act(x @ self.w1[i].t())  # (n, d_ff)
         if self.glu:
             h = h * (x @ self.v[i].t())
-        return h @ self.w2[i].t()                                          # (n, d)
+        return h @ self.w2[i].t()  # (n, d)
 
 # %% ../nbs/19_moe.ipynb #52ee1d59
 class MoE(nn.Module):
@@ -221,8 +238,18 @@ class MoE(nn.Module):
         (torch.Size([2, 5, 8]), 20, 0)
     """
 
-    def __init__(self, d_model, d_ff, n_expert, top_k, *, capacity_factor=None,
-                 activation="silu", glu=True, renormalize=None):
+    def __init__(
+        self,
+        d_model,
+        d_ff,
+        n_expert,
+        top_k,
+        *,
+        capacity_factor=None,
+        activation="silu",
+        glu=True,
+        renormalize=None,
+    ):
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         self.n_expert = check_positive_int("n_expert", n_expert)
@@ -230,33 +257,46 @@ class MoE(nn.Module):
         if capacity_factor is not None:
             check_float("capacity_factor", capacity_factor, min=0.0, min_open=True)
         self.capacity_factor = capacity_factor
-        self.renormalize = (top_k > 1 if renormalize is None
-                            else check_bool("renormalize", renormalize))
-        self.router = nn.Linear(d_model, n_expert, bias=False)            # h(x) = W_r x
+        self.renormalize = (
+            top_k > 1 if renormalize is None else check_bool("renormalize", renormalize)
+        )
+        self.router = nn.Linear(d_model, n_expert, bias=False)  # h(x) = W_r x
         self.experts = Experts(n_expert, d_model, d_ff, activation, glu)
 
     def forward(self, x):
         """Mix the experts' outputs for every token of x (..., n_tokens, d_model)."""
         check_tensor("x", x, dtype="float")
         if x.ndim < 2 or x.size(-1) != self.d_model or x.numel() == 0:
-            raise ValueError(f"`x` must have shape (..., n_tokens, {self.d_model}) with at least "
-                             f"one token, got {tuple(x.shape)}")
-        flat = x.reshape(-1, self.d_model)                                # (N, d)
-        logits = self.router(flat).float()                                # (N, E)
-        probs, gates, experts = route(logits, self.top_k, self.renormalize)   # (N, k) each
+            raise ValueError(
+                f"`x` must have shape (..., n_tokens, {self.d_model}) with at least "
+                f"one token, got {tuple(x.shape)}"
+            )
+        flat = x.reshape(-1, self.d_model)  # (N, d)
+        logits = self.router(flat).float()  # (N, E)
+        probs, gates, experts = route(
+            logits, self.top_k, self.renormalize
+        )  # (N, k) each
         keep = torch.ones_like(experts, dtype=torch.bool)
         if self.capacity_factor is not None:
-            capacity = expert_capacity(flat.size(0), self.n_expert, self.top_k,
-                                       self.capacity_factor)
-            keep = capacity_mask(experts, self.n_expert, capacity)       # (N, k)
+            capacity = expert_capacity(
+                flat.size(0), self.n_expert, self.top_k, self.capacity_factor
+            )
+            keep = capacity_mask(experts, self.n_expert, capacity)  # (N, k)
         y = torch.zeros_like(flat)
         for i in range(self.n_expert):
-            token, slot = torch.where((experts == i) & keep)              # expert i's queue
+            token, slot = torch.where((experts == i) & keep)  # expert i's queue
             if token.numel():
-                out = self.experts(i, flat[token]) * gates[token, slot, None].to(flat.dtype)
-                y = y.index_add(0, token, out)                            # (N, d)
+                out = self.experts(i, flat[token]) * gates[token, slot, None].to(
+                    flat.dtype
+                )
+                y = y.index_add(0, token, out)  # (N, d)
         load = torch.bincount(experts.flatten(), minlength=self.n_expert)
         kept = torch.bincount(experts[keep], minlength=self.n_expert)
-        aux = {"balance": load_balancing_loss(probs, experts), "z": router_z_loss(logits),
-               "load": load, "kept": kept, "dropped": load.sum() - kept.sum()}
+        aux = {
+            "balance": load_balancing_loss(probs, experts),
+            "z": router_z_loss(logits),
+            "load": load,
+            "kept": kept,
+            "dropped": load.sum() - kept.sum(),
+        }
         return y.reshape(x.shape), aux

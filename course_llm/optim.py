@@ -15,8 +15,9 @@ from .core import check_float, check_int
 __all__ = ['cosine_schedule', 'param_groups', 'fit']
 
 # %% ../nbs/91_optim.ipynb #b24c7a4c
-def cosine_schedule(step: int, max_steps: int, warmup_steps: int, max_lr: float,
-                    min_lr: float) -> float:
+def cosine_schedule(
+    step: int, max_steps: int, warmup_steps: int, max_lr: float, min_lr: float
+) -> float:
     """Learning rate at `step`: linear warm-up to `max_lr`, then cosine decay to `min_lr`.
 
     With steps counted from 0,
@@ -67,9 +68,13 @@ def param_groups(model: nn.Module, weight_decay: float) -> list:
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
     weight_decay = check_float("weight_decay", weight_decay, min=0)
-    params = [p for p in model.parameters() if p.requires_grad]      # parameters() deduplicates
-    return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    params = [
+        p for p in model.parameters() if p.requires_grad
+    ]  # parameters() deduplicates
+    return [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
 
 # %% ../nbs/91_optim.ipynb #ea8313c5
 def _to_device(batch, device):
@@ -82,9 +87,19 @@ def _to_device(batch, device):
     return batch
 
 
-def fit(model: nn.Module, batches, loss_fn: Callable, *, steps: int, lr: float,
-        warmup_steps: int = 0, min_lr: float | None = None, weight_decay: float = 0.0,
-        betas: tuple = (0.9, 0.999), clip: float | None = None) -> list[float]:
+def fit(
+    model: nn.Module,
+    batches,
+    loss_fn: Callable,
+    *,
+    steps: int,
+    lr: float,
+    warmup_steps: int = 0,
+    min_lr: float | None = None,
+    weight_decay: float = 0.0,
+    betas: tuple = (0.9, 0.999),
+    clip: float | None = None,
+) -> list[float]:
     """Train `model` with AdamW for `steps` steps; return the loss of every step.
 
     Args:
@@ -113,12 +128,20 @@ def fit(model: nn.Module, batches, loss_fn: Callable, *, steps: int, lr: float,
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
     if not callable(batches):
-        if not isinstance(batches, Sequence) or isinstance(batches, (str, bytes)) or not batches:
-            raise ValueError("`batches` must be a non-empty sequence of batches or a function "
-                             "returning a batch")
+        if (
+            not isinstance(batches, Sequence)
+            or isinstance(batches, (str, bytes))
+            or not batches
+        ):
+            raise ValueError(
+                "`batches` must be a non-empty sequence of batches or a function "
+                "returning a batch"
+            )
     if not callable(loss_fn):
-        raise TypeError(f"`loss_fn` must be callable as loss_fn(model, batch), got "
-                        f"{type(loss_fn).__name__}")
+        raise TypeError(
+            f"`loss_fn` must be callable as loss_fn(model, batch), got "
+            f"{type(loss_fn).__name__}"
+        )
     steps = check_int("steps", steps, min=1)
     lr = check_float("lr", lr, min=0, min_open=True)
     warmup_steps = check_int("warmup_steps", warmup_steps, min=0, max=steps)
@@ -127,7 +150,9 @@ def fit(model: nn.Module, batches, loss_fn: Callable, *, steps: int, lr: float,
         clip = check_float("clip", clip, min=0, min_open=True)
     groups = param_groups(model, weight_decay)
     if not any(g["params"] for g in groups):
-        raise ValueError("`model` has no trainable parameters: unfreeze some before fitting")
+        raise ValueError(
+            "`model` has no trainable parameters: unfreeze some before fitting"
+        )
     device = next(p for g in groups for p in g["params"]).device
     opt = torch.optim.AdamW(groups, lr=lr, betas=betas)
     was_training = model.training

@@ -27,6 +27,7 @@ class QuantizedTensor:
         bits: 4 or 8.
         group_size: weights per group, along the input dimension.
     """
+
     codes: torch.Tensor
     scale: torch.Tensor
     offset: torch.Tensor | None
@@ -50,12 +51,18 @@ def _check_weight(w, bits, group_size):
     if 0 in w.shape:
         raise ValueError(f"`w` is empty {tuple(w.shape)}: nothing to quantize")
     if not w.is_contiguous():
-        raise ValueError("`w` is not contiguous (a transposed or sliced view?): pass w.contiguous()")
+        raise ValueError(
+            "`w` is not contiguous (a transposed or sliced view?): pass w.contiguous()"
+        )
     if w.size(1) % group_size:
-        raise ValueError(f"`group_size`={group_size} does not divide the {w.size(1)} input features: "
-                         f"choose a divisor of {w.size(1)} (or None for one group per row)")
+        raise ValueError(
+            f"`group_size`={group_size} does not divide the {w.size(1)} input features: "
+            f"choose a divisor of {w.size(1)} (or None for one group per row)"
+        )
     if bits == 4 and group_size % 2:
-        raise ValueError(f"4-bit codes are packed two per byte: `group_size` must be even, got {group_size}")
+        raise ValueError(
+            f"4-bit codes are packed two per byte: `group_size` must be even, got {group_size}"
+        )
     if not torch.isfinite(w).all():
         raise ValueError("`w` holds NaN or inf: quantization needs finite weights")
     return group_size
@@ -67,7 +74,7 @@ def _pack4(codes):
 
 
 def _unpack4(packed):
-    return torch.stack([packed & 15, packed >> 4], dim=-1).flatten(-2)      # (out, in)
+    return torch.stack([packed & 15, packed >> 4], dim=-1).flatten(-2)  # (out, in)
 
 
 def quantize_tensor(w, bits, group_size, *, symmetric=True):
@@ -95,20 +102,24 @@ def quantize_tensor(w, bits, group_size, *, symmetric=True):
     group_size = _check_weight(w, bits, group_size)
     check_bool("symmetric", symmetric)
     out_f, in_f = w.shape
-    g = w.detach().float().reshape(out_f, in_f // group_size, group_size)   # (out, n_groups, G)
+    g = (
+        w.detach().float().reshape(out_f, in_f // group_size, group_size)
+    )  # (out, n_groups, G)
     if symmetric:
         top = 2 ** (bits - 1) - 1
-        scale = g.abs().amax(-1) / top                                      # (out, n_groups)
+        scale = g.abs().amax(-1) / top  # (out, n_groups)
         offset, low = None, -top
     else:
-        top, low = 2 ** bits - 1, 0
+        top, low = 2**bits - 1, 0
         offset = g.amin(-1)
         scale = (g.amax(-1) - offset) / top
-    safe = torch.where(scale > 0, scale, torch.ones_like(scale))            # all-equal groups
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))  # all-equal groups
     shifted = g if offset is None else g - offset[..., None]
     codes = torch.round(shifted / safe[..., None]).clamp(low, top).reshape(out_f, in_f)
     if bits == 4:
-        codes = _pack4((codes + (8 if symmetric else 0)).to(torch.uint8))  # (out, in // 2)
+        codes = _pack4(
+            (codes + (8 if symmetric else 0)).to(torch.uint8)
+        )  # (out, in // 2)
     else:
         codes = codes.to(torch.int8 if symmetric else torch.uint8)
     return QuantizedTensor(codes, scale, offset, (out_f, in_f), bits, group_size)
@@ -124,12 +135,18 @@ def dequantize(q):
         True
     """
     if not isinstance(q, QuantizedTensor):
-        raise TypeError(f"`q` must be a QuantizedTensor (from quantize_tensor), got {type(q).__name__}")
+        raise TypeError(
+            f"`q` must be a QuantizedTensor (from quantize_tensor), got {type(q).__name__}"
+        )
     out_f, in_f = q.shape
     codes = q.codes
     if q.bits == 4:
-        codes = _unpack4(codes).float() - (8 if q.offset is None else 0)   # back to signed
-    g = codes.float().reshape(out_f, in_f // q.group_size, q.group_size)    # (out, n_groups, G)
+        codes = _unpack4(codes).float() - (
+            8 if q.offset is None else 0
+        )  # back to signed
+    g = codes.float().reshape(
+        out_f, in_f // q.group_size, q.group_size
+    )  # (out, n_groups, G)
     w = g * q.scale[..., None]
     if q.offset is not None:
         w = w + q.offset[..., None]
@@ -153,39 +170,61 @@ class QuantLinear(nn.Module):
     def __init__(self, qweight, bias=None):
         super().__init__()
         if not isinstance(qweight, QuantizedTensor):
-            raise TypeError(f"`qweight` must be a QuantizedTensor, got {type(qweight).__name__}")
+            raise TypeError(
+                f"`qweight` must be a QuantizedTensor, got {type(qweight).__name__}"
+            )
         self.out_features, self.in_features = qweight.shape
         self.bits, self.group_size = qweight.bits, qweight.group_size
         self.register_buffer("codes", qweight.codes)
         self.register_buffer("scale", qweight.scale)
         self.register_buffer("offset", qweight.offset)
-        self.bias = None if bias is None else nn.Parameter(bias.detach().clone(), requires_grad=False)
+        self.bias = (
+            None
+            if bias is None
+            else nn.Parameter(bias.detach().clone(), requires_grad=False)
+        )
 
     @classmethod
     def from_linear(cls, linear, bits=8, group_size=64, *, symmetric=True):
         """Quantize an `nn.Linear` (see `quantize_tensor` for the arguments)."""
         if not isinstance(linear, nn.Linear):
-            raise TypeError(f"`linear` must be an nn.Linear, got {type(linear).__name__}")
-        return cls(quantize_tensor(linear.weight.detach(), bits, group_size, symmetric=symmetric),
-                   linear.bias)
+            raise TypeError(
+                f"`linear` must be an nn.Linear, got {type(linear).__name__}"
+            )
+        return cls(
+            quantize_tensor(
+                linear.weight.detach(), bits, group_size, symmetric=symmetric
+            ),
+            linear.bias,
+        )
 
     @property
     def qweight(self):
-        return QuantizedTensor(self.codes, self.scale, self.offset,
-                               (self.out_features, self.in_features), self.bits, self.group_size)
+        return QuantizedTensor(
+            self.codes,
+            self.scale,
+            self.offset,
+            (self.out_features, self.in_features),
+            self.bits,
+            self.group_size,
+        )
 
     def forward(self, x):
-        w = dequantize(self.qweight).to(x.dtype)                               # (out, in)
+        w = dequantize(self.qweight).to(x.dtype)  # (out, in)
         return F.linear(x, w, self.bias)
 
     def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bits={self.bits}, group_size={self.group_size}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bits={self.bits}, group_size={self.group_size}"
+        )
 
 # %% ../nbs/16_quantization.ipynb #6df3bb2e
 def _skipped(name, skip):
     leaf = name.rsplit(".", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(leaf, p) for p in skip)
+    return any(
+        fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(leaf, p) for p in skip
+    )
 
 
 def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True):
@@ -212,14 +251,21 @@ def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
     if isinstance(skip, str) or not all(isinstance(p, str) for p in skip):
         raise TypeError(f"`skip` must be a tuple of name patterns, got {skip!r}")
-    targets = [(n, m) for n, m in model.named_modules()
-               if isinstance(m, nn.Linear) and not _skipped(n, skip)]
+    targets = [
+        (n, m)
+        for n, m in model.named_modules()
+        if isinstance(m, nn.Linear) and not _skipped(n, skip)
+    ]
     if not targets:
-        raise ValueError(f"no nn.Linear to quantize in {type(model).__name__} (skip={skip!r})")
+        raise ValueError(
+            f"no nn.Linear to quantize in {type(model).__name__} (skip={skip!r})"
+        )
     replaced = {}
-    for name, linear in targets:                          # all or nothing: check every layer first
+    for name, linear in targets:  # all or nothing: check every layer first
         try:
-            replaced[name] = QuantLinear.from_linear(linear, bits, group_size, symmetric=symmetric)
+            replaced[name] = QuantLinear.from_linear(
+                linear, bits, group_size, symmetric=symmetric
+            )
         except ValueError as e:
             raise ValueError(f"layer `{name}`: {e}") from None
     for name, new in replaced.items():

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['RewardModel', 'bradley_terry_loss', 'ranked_to_pairs', 'preference_pairs', 'dpo_loss', 'PPOConfig', 'PPOTrainer',
-           'gae', 'kl_penalty_rewards', 'ppo_clip_loss', 'sequence_logprobs', 'token_logprobs']
+           'check_rl_models', 'gae', 'kl_penalty_rewards', 'ppo_clip_loss', 'sequence_logprobs', 'token_logprobs']
 
 # %% ../nbs/13_rlhf.ipynb #f551a94e
 import warnings
@@ -11,13 +11,33 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .core import check_float, check_int, check_same_shape, check_tensor, check_token_ids
+from course_llm.core import (
+    check_float,
+    check_int,
+    check_same_shape,
+    check_tensor,
+    check_token_ids,
+)
 from .gpt import GPT
-from .ppo import PPOConfig, PPOTrainer, gae, kl_penalty_rewards, ppo_clip_loss
-from .ppo import sequence_logprobs, token_logprobs
+from course_llm.ppo import (
+    PPOConfig,
+    PPOTrainer,
+    check_rl_models,
+    gae,
+    kl_penalty_rewards,
+)
+from .ppo import ppo_clip_loss, sequence_logprobs, token_logprobs
 
-_all_ = ["PPOConfig", "PPOTrainer", "gae", "kl_penalty_rewards", "ppo_clip_loss", "sequence_logprobs",
-         "token_logprobs"]                       # re-exported from course_llm.ppo (section 13.1)
+_all_ = [
+    "PPOConfig",
+    "PPOTrainer",
+    "check_rl_models",
+    "gae",
+    "kl_penalty_rewards",
+    "ppo_clip_loss",
+    "sequence_logprobs",
+    "token_logprobs",
+]  # re-exported from course_llm.ppo (section 13.1)
 
 # %% ../nbs/13_rlhf.ipynb #3ad55a04
 class RewardModel(nn.Module):
@@ -42,23 +62,31 @@ class RewardModel(nn.Module):
     def __init__(self, gpt, pad_id=None):
         super().__init__()
         if not isinstance(gpt, GPT):
-            raise TypeError(f"`gpt` must be a course_llm.gpt.GPT, got {type(gpt).__name__}")
+            raise TypeError(
+                f"`gpt` must be a course_llm.gpt.GPT, got {type(gpt).__name__}"
+            )
         if pad_id is not None:
             check_int("pad_id", pad_id, min=0, max=gpt.config.vocab_size - 1)
         self.gpt, self.pad_id = gpt, pad_id
-        self.head = nn.Linear(gpt.config.d_model, 1)             # replaces lm_head: d -> 1
+        self.head = nn.Linear(gpt.config.d_model, 1)  # replaces lm_head: d -> 1
 
     def forward(self, idx):
         """Rewards of shape (batch,) for token ids `idx` (batch, T) holding prompt + response."""
         check_token_ids("idx", idx, self.gpt.config.vocab_size, ndim=2)
         if self.pad_id is not None and bool((idx == self.pad_id).all(1).any()):
-            raise ValueError(f"a row of `idx` is all padding (pad_id={self.pad_id}): nothing to score")
-        h = self.gpt.features(idx)                                # (B, T, d)
+            raise ValueError(
+                f"a row of `idx` is all padding (pad_id={self.pad_id}): nothing to score"
+            )
+        h = self.gpt.features(idx)  # (B, T, d)
         if self.pad_id is None:
             last = torch.full((idx.size(0),), idx.size(1) - 1, device=idx.device)
         else:
-            last = (idx != self.pad_id).long().cumsum(1).argmax(1)   # last non-pad position
-        return self.head(h[torch.arange(idx.size(0), device=idx.device), last])[:, 0]   # (B,)
+            last = (
+                (idx != self.pad_id).long().cumsum(1).argmax(1)
+            )  # last non-pad position
+        return self.head(h[torch.arange(idx.size(0), device=idx.device), last])[
+            :, 0
+        ]  # (B,)
 
 # %% ../nbs/13_rlhf.ipynb #842b675f
 def bradley_terry_loss(r_chosen, r_rejected):
@@ -84,6 +112,10 @@ def _check_scores(**tensors):
     (first, a), *rest = tensors.items()
     for name, x in tensors.items():
         check_tensor(name, x, dtype="float")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(
+                f"`{name}` holds NaN or inf values: check what computed it"
+            )
     for name, x in rest:
         check_same_shape(first, a, name, x)
     if a.numel() == 0:
@@ -104,9 +136,15 @@ def ranked_to_pairs(ranked):
         [('A', 'B'), ('A', 'C'), ('B', 'C')]
     """
     if isinstance(ranked, (str, bytes)) or not hasattr(ranked, "__len__"):
-        raise TypeError(f"`ranked` must be a list of responses (best first), got {type(ranked).__name__}")
+        raise TypeError(
+            f"`ranked` must be a list of responses (best first), got {type(ranked).__name__}"
+        )
     ranked = list(ranked)
-    return [(ranked[i], ranked[j]) for i in range(len(ranked)) for j in range(i + 1, len(ranked))]
+    return [
+        (ranked[i], ranked[j])
+        for i in range(len(ranked))
+        for j in range(i + 1, len(ranked))
+    ]
 
 
 def _same(a, b):
@@ -130,8 +168,10 @@ def preference_pairs(prompts, rankings):
         (3, 0, ('x', 'good', 'ok'))
     """
     if len(prompts) != len(rankings):
-        raise ValueError(f"`prompts` ({len(prompts)}) and `rankings` ({len(rankings)}) must have the same "
-                         "length: one ranking of responses per prompt")
+        raise ValueError(
+            f"`prompts` ({len(prompts)}) and `rankings` ({len(rankings)}) must have the same "
+            "length: one ranking of responses per prompt"
+        )
     triples, skipped = [], 0
     for x, ranked in zip(prompts, rankings):
         for y_w, y_l in ranked_to_pairs(ranked):
@@ -140,11 +180,20 @@ def preference_pairs(prompts, rankings):
             else:
                 triples.append((x, y_w, y_l))
     if skipped:
-        warnings.warn(f"preference_pairs skipped {skipped} pair(s) with identical responses", UserWarning)
+        warnings.warn(
+            f"preference_pairs skipped {skipped} pair(s) with identical responses",
+            UserWarning,
+        )
     return triples, skipped
 
 # %% ../nbs/13_rlhf.ipynb #04037f61
-def dpo_loss(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps, beta=0.1):
+def dpo_loss(
+    policy_chosen_logps,
+    policy_rejected_logps,
+    ref_chosen_logps,
+    ref_rejected_logps,
+    beta=0.1,
+):
     """The DPO loss -log sigma(beta [(log pi(y_w) - log pi_ref(y_w)) - (log pi(y_l) - log pi_ref(y_l))]).
 
     Args:
@@ -163,11 +212,15 @@ def dpo_loss(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_r
         >>> round(dpo_loss(z, z, z, z)[0].item(), 4)                  # policy = reference: log 2
         0.6931
     """
-    tensors = dict(policy_chosen_logps=policy_chosen_logps, policy_rejected_logps=policy_rejected_logps,
-                   ref_chosen_logps=ref_chosen_logps, ref_rejected_logps=ref_rejected_logps)
+    tensors = dict(
+        policy_chosen_logps=policy_chosen_logps,
+        policy_rejected_logps=policy_rejected_logps,
+        ref_chosen_logps=ref_chosen_logps,
+        ref_rejected_logps=ref_rejected_logps,
+    )
     _check_scores(**tensors)
     beta = check_float("beta", beta, min=0, min_open=True)
-    chosen = policy_chosen_logps - ref_chosen_logps                  # log-ratio of y_w
-    rejected = policy_rejected_logps - ref_rejected_logps            # log-ratio of y_l
+    chosen = policy_chosen_logps - ref_chosen_logps  # log-ratio of y_w
+    rejected = policy_rejected_logps - ref_rejected_logps  # log-ratio of y_l
     loss = -F.logsigmoid(beta * (chosen - rejected)).mean()
     return loss, beta * chosen.detach(), beta * rejected.detach()

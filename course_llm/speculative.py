@@ -13,25 +13,33 @@ from .generate import make_kv_cache, top_k_filter, top_p_filter
 def _check_models(target, draft, idx, max_new_tokens, k, eos_id):
     for name, m in (("target", target), ("draft", draft)):
         if not hasattr(m, "config") or not hasattr(m.config, "vocab_size"):
-            raise TypeError(f"`{name}` must be a course_llm GPT (with a .config), got {type(m).__name__}")
+            raise TypeError(
+                f"`{name}` must be a course_llm GPT (with a .config), got {type(m).__name__}"
+            )
     V = target.config.vocab_size
     if draft.config.vocab_size != V:
-        raise ValueError(f"the draft's vocabulary ({draft.config.vocab_size} tokens) differs from the "
-                         f"target's ({V}): both models must share one tokenizer")
+        raise ValueError(
+            f"the draft's vocabulary ({draft.config.vocab_size} tokens) differs from the "
+            f"target's ({V}): both models must share one tokenizer"
+        )
     check_int("k", k, min=0)
     check_int("max_new_tokens", max_new_tokens, min=0)
     check_token_ids("idx", idx, V, ndim=2)
     if idx.shape[0] != 1 or idx.shape[1] < 1:
-        raise ValueError(f"`idx` must be one non-empty prompt of shape (1, T), got {tuple(idx.shape)}: "
-                         f"speculative decoding here runs one sequence at a time")
+        raise ValueError(
+            f"`idx` must be one non-empty prompt of shape (1, T), got {tuple(idx.shape)}: "
+            f"speculative decoding here runs one sequence at a time"
+        )
     if eos_id is not None:
         check_int("eos_id", eos_id, min=0, max=V - 1)
     need = idx.size(1) + max_new_tokens + k
     for name, m in (("target", target), ("draft", draft)):
         window = getattr(m.config, "max_len", None) or m.config.block_size
         if need > window:
-            raise ValueError(f"prompt {idx.size(1)} + max_new_tokens {max_new_tokens} + k {k} = {need} "
-                             f"positions exceed the {name}'s context window {window}")
+            raise ValueError(
+                f"prompt {idx.size(1)} + max_new_tokens {max_new_tokens} + k {k} = {need} "
+                f"positions exceed the {name}'s context window {window}"
+            )
 
 # %% ../nbs/17_speculative.ipynb #f6272676
 def _distribution(logits, temperature, top_k, top_p):
@@ -49,15 +57,17 @@ def _verify(p, q, drafted, generator):
     Returns the accepted count a and the token that follows them."""
     for i, d in enumerate(drafted.tolist()):
         r = torch.rand((), generator=generator, device=p.device)
-        if r * q[i, d] < p[i, d]:                                           # r < p/q, no division
+        if r * q[i, d] < p[i, d]:  # r < p/q, no division
             continue
-        residual = (p[i] - q[i]).clamp(min=0)                               # (V,) max(0, p - q)
-        return i, int(torch.multinomial(residual / residual.sum(), 1, generator=generator))
+        residual = (p[i] - q[i]).clamp(min=0)  # (V,) max(0, p - q)
+        return i, int(
+            torch.multinomial(residual / residual.sum(), 1, generator=generator)
+        )
     return len(drafted), int(torch.multinomial(p[-1], 1, generator=generator))
 
 
 def _verify_greedy(p_logits, drafted):
-    best = p_logits.argmax(-1)                                              # (k+1,)
+    best = p_logits.argmax(-1)  # (k+1,)
     a = 0
     while a < len(drafted) and int(best[a]) == int(drafted[a]):
         a += 1
@@ -65,8 +75,20 @@ def _verify_greedy(p_logits, drafted):
 
 # %% ../nbs/17_speculative.ipynb #24d8ec4a
 @torch.inference_mode()
-def speculative_generate(target, draft, idx, max_new_tokens, *, k=4, temperature=1.0, top_k=None,
-                         top_p=None, generator=None, eos_id=None, stats=None):
+def speculative_generate(
+    target,
+    draft,
+    idx,
+    max_new_tokens,
+    *,
+    k=4,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    generator=None,
+    eos_id=None,
+    stats=None,
+):
     """Sample from `target` with `k` tokens drafted by `draft` per target pass (Leviathan et al. 2023).
 
     Each round the draft samples k tokens one by one; the target scores them in one pass; the
@@ -107,47 +129,60 @@ def speculative_generate(target, draft, idx, max_new_tokens, *, k=4, temperature
     _check_models(target, draft, idx, max_new_tokens, k, eos_id)
     check_float("temperature", temperature, min=0)
     if top_k is not None:
-        top_k_filter(torch.zeros(1), top_k)                                  # validates top_k
+        top_k_filter(torch.zeros(1), top_k)  # validates top_k
     if top_p is not None:
-        top_p_filter(torch.zeros(1), top_p)                                  # validates top_p
+        top_p_filter(torch.zeros(1), top_p)  # validates top_p
     if stats is not None and not isinstance(stats, dict):
-        raise TypeError(f"`stats` must be a dict to fill (or None), got {type(stats).__name__}")
+        raise TypeError(
+            f"`stats` must be a dict to fill (or None), got {type(stats).__name__}"
+        )
     T, dev = idx.size(1), idx.device
     end = T + max_new_tokens
     seq = idx[0].tolist()
     ct = make_kv_cache(target, 1, end + k)
     cd = make_kv_cache(draft, 1, end + k) if k else None
     count = dict(proposed=0, accepted=0, target_calls=0, draft_calls=0)
-    while len(seq) < end and not (eos_id is not None and len(seq) > T and seq[-1] == eos_id):
-        start, kk = len(seq), min(k, end - len(seq) - 1)                     # no guesses past the end
+    while len(seq) < end and not (
+        eos_id is not None and len(seq) > T and seq[-1] == eos_id
+    ):
+        start, kk = len(seq), min(k, end - len(seq) - 1)  # no guesses past the end
         drafted, q = [], []
-        x = torch.tensor([seq[cd[0].length:]], device=dev) if kk else None   # tokens the draft lacks
+        x = (
+            torch.tensor([seq[cd[0].length :]], device=dev) if kk else None
+        )  # tokens the draft lacks
         for _ in range(kk):
-            logits = draft(x, kv_cache=cd)[0][0, -1]                         # (V,)
+            logits = draft(x, kv_cache=cd)[0][0, -1]  # (V,)
             if temperature == 0:
                 drafted.append(int(logits.argmax()))
             else:
                 q.append(_distribution(logits, temperature, top_k, top_p))
                 drafted.append(int(torch.multinomial(q[-1], 1, generator=generator)))
             x = torch.tensor([[drafted[-1]]], device=dev)
-        x = torch.tensor([seq[ct[0].length:] + drafted], device=dev)
-        logits = target(x, kv_cache=ct)[0][0, -(kk + 1):]                   # (kk + 1, V)
+        x = torch.tensor([seq[ct[0].length :] + drafted], device=dev)
+        logits = target(x, kv_cache=ct)[0][0, -(kk + 1) :]  # (kk + 1, V)
         if temperature == 0:
             a, nxt = _verify_greedy(logits, drafted)
         else:
-            p = _distribution(logits, temperature, top_k, top_p)             # (kk + 1, V)
-            a, nxt = _verify(p, torch.stack(q) if q else p[:0], torch.tensor(drafted), generator)
+            p = _distribution(logits, temperature, top_k, top_p)  # (kk + 1, V)
+            a, nxt = _verify(
+                p, torch.stack(q) if q else p[:0], torch.tensor(drafted), generator
+            )
         new = drafted[:a] + [nxt]
         if eos_id is not None and eos_id in new:
-            new = new[:new.index(eos_id) + 1]
-        seq += new[:end - len(seq)]
-        for cache in ct + (cd or []):                                        # roll back
+            new = new[: new.index(eos_id) + 1]
+        seq += new[: end - len(seq)]
+        for cache in ct + (cd or []):  # roll back
             cache.length = min(cache.length, len(seq) - 1)
         count["proposed"] += kk
         count["accepted"] += a
         count["target_calls"] += 1
         count["draft_calls"] += kk
     if stats is not None:
-        stats.update(count, new_tokens=len(seq) - T,
-                     acceptance_rate=count["accepted"] / count["proposed"] if count["proposed"] else float("nan"))
+        stats.update(
+            count,
+            new_tokens=len(seq) - T,
+            acceptance_rate=count["accepted"] / count["proposed"]
+            if count["proposed"]
+            else float("nan"),
+        )
     return torch.tensor([seq], dtype=idx.dtype, device=dev)

@@ -20,17 +20,21 @@ __all__ = ['stream_loss', 'names', 'metadata', 'load']
 
 # %% ../nbs/92_zoo.ipynb #ccd9f578
 @torch.no_grad()
-def stream_loss(model, ids, context: int, stride: int | None = None) -> float:
+def stream_loss(
+    model, ids, context: int, stride: int | None = None, batch_size: int = 32
+) -> float:
     """Mean next-token loss (nats) of `model` over the whole stream `ids`, by sliding windows.
 
     Every position after the first is predicted exactly once, from the preceding ``<= context``
-    tokens (at least ``context - stride`` of them after the first window).
+    tokens (at least ``context - stride`` of them after the first window). Every window holds
+    the same number of tokens, so ``batch_size`` windows go through the model in one call.
 
     Args:
         model: a language model called as ``model(idx) -> (logits, loss)``.
         ids: 1-D integer tensor of token ids.
         context: window length (at most the model's context).
         stride: how far each window moves (default ``context // 2``), ``1 <= stride <= context``.
+        batch_size: windows per model call (memory: ``batch_size * context`` logits rows).
 
     Example:
         >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, block_size=8, n_layer=1, d_model=8, n_head=2))
@@ -43,22 +47,34 @@ def stream_loss(model, ids, context: int, stride: int | None = None) -> float:
     if stride is None:
         stride = max(1, context // 2)
     stride = check_int("stride", stride, min=1, max=context)
+    batch_size = check_int("batch_size", batch_size, min=1)
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     ids = check_token_ids("ids", ids, vocab, ndim=1) if vocab else ids
     if len(ids) < 2:
-        raise ValueError("`ids` must hold at least 2 tokens (the first is never predicted)")
+        raise ValueError(
+            "`ids` must hold at least 2 tokens (the first is never predicted)"
+        )
+    n, pos, spans = len(ids), 1, []
+    while pos < n:  # window k scores targets pos .. end-1
+        end = min(n, pos + (context if pos == 1 else stride))
+        spans.append((pos, end))
+        pos = end
+    L = min(context, n - 1)  # every window: L inputs ids[end-1-L : end-1]
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    n, pos, total = len(ids), 1, 0.0
-    while pos < n:
-        end = min(n, pos + (context if pos == 1 else stride))       # targets pos .. end-1
-        lo = max(0, end - 1 - context)                                # inputs ids[lo:end-1]
-        window = ids[lo:end].to(device)
-        logits, _ = model(window[None, :-1])                          # (1, L, N_V)
-        nll = torch.nn.functional.cross_entropy(logits[0], window[1:], reduction="none")
-        total += nll[-(end - pos):].sum().item()
-        pos = end
+    total = 0.0
+    for k in range(0, len(spans), batch_size):
+        part = torch.tensor(spans[k : k + batch_size])  # (B, 2): pos, end
+        starts = part[:, 1] - 1 - L
+        windows = ids[starts[:, None] + torch.arange(L + 1)].to(device)  # (B, L + 1)
+        logits, _ = model(windows[:, :-1])  # (B, L, N_V)
+        nll = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), windows[:, 1:], reduction="none"
+        )  # (B, L)
+        n_scored = (part[:, 1] - part[:, 0]).to(device)  # (B,)
+        keep = torch.arange(L, device=device) >= L - n_scored[:, None]  # (B, L)
+        total += nll[keep].double().sum().item()
     model.train(was_training)
     return total / (n - 1)
 
@@ -74,7 +90,7 @@ def names() -> list[str]:
         >>> "gpt-shakespeare-char" in names()
         True
     """
-    return sorted(p.name[:-len(".safetensors")] for p in _FOLDER.glob("*.safetensors"))
+    return sorted(p.name[: -len(".safetensors")] for p in _FOLDER.glob("*.safetensors"))
 
 
 def metadata(name: str) -> dict:
@@ -95,10 +111,12 @@ def _read(name: str):
     try:
         state = load_safetensors(data)
         header_len = int.from_bytes(data[:8], "little")
-        meta = json.loads(data[8:8 + header_len]).get("__metadata__", {})
+        meta = json.loads(data[8 : 8 + header_len]).get("__metadata__", {})
     except (SafetensorError, ValueError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path} is not a valid safetensors checkpoint ({e}); reinstall "
-                         "course_llm or re-run the command in its docs") from None
+        raise ValueError(
+            f"{path} is not a valid safetensors checkpoint ({e}); reinstall "
+            "course_llm or re-run the command in its docs"
+        ) from None
     if meta.get("name") != name:
         raise ValueError(f"{path} holds {meta.get('name')!r}, not {name!r}")
     return state, meta

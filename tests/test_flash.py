@@ -113,3 +113,12 @@ def test_bad_tensors():
         sliding_window_mask(4, -1)
     with pytest.raises(TypeError, match="fn"):
         peak_tensor_bytes(3)
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_tensors_are_refused(name, bad):
+    x = {n: torch.randn(1, 2, 4, 8) for n in "qkv"}
+    x[name][0, 1, 2, 3] = bad
+    with pytest.raises(ValueError, match=f"`{name}` holds NaN or inf"):
+        flash_attention(x["q"], x["k"], x["v"])

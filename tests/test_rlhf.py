@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from course_llm.gpt import GPT, GPTConfig
+from course_llm.ppo import check_rl_models
 from course_llm.rlhf import (PPOConfig, PPOTrainer, RewardModel, bradley_terry_loss, dpo_loss, gae,
                              kl_penalty_rewards, ppo_clip_loss, preference_pairs, ranked_to_pairs,
                              sequence_logprobs, token_logprobs)
@@ -248,6 +249,26 @@ Z2 = torch.zeros(2, 3)
     (lambda: PPOTrainer(_gpt6(), _gpt6(), lambda ids: ids.float()).rollout(torch.tensor([[1]]), 2),
      ValueError, "reward_model"),
     (lambda: dpo_loss(*[torch.zeros(2)] * 4, beta=0.0), ValueError, "beta"),
+    (lambda: bradley_terry_loss(torch.tensor([float("nan")]), torch.zeros(1)), ValueError, "r_chosen"),
+    (lambda: bradley_terry_loss(torch.zeros(1), torch.tensor([float("inf")])), ValueError, "r_rejected"),
+    (lambda: dpo_loss(*[torch.zeros(2)] * 3, torch.tensor([0.0, float("nan")])), ValueError,
+     "ref_rejected_logps"),
+    (lambda: dpo_loss(torch.tensor([float("-inf"), 0.0]), *[torch.zeros(2)] * 3), ValueError,
+     "policy_chosen_logps"),
+    (lambda: token_logprobs(torch.tensor([[[0.0, float("nan")]] * 2]), torch.tensor([[0, 1]])), ValueError,
+     "logits"),
+    (lambda: token_logprobs(torch.tensor([[[0.0, float("inf")]] * 2]), torch.tensor([[0, 1]])), ValueError,
+     "logits"),
+    (lambda: gae(Z2.masked_fill(Z2 == 0, float("nan")), Z2), ValueError, "rewards"),
+    (lambda: gae(Z2, torch.full((2, 3), float("inf"))), ValueError, "values"),
+    (lambda: ppo_clip_loss(Z2, Z2, torch.full((2, 3), float("nan"))), ValueError, "advantages"),
+    (lambda: ppo_clip_loss(Z2, torch.full((2, 3), float("inf")), Z2), ValueError, "logp_old"),
+    (lambda: kl_penalty_rewards(Z2, Z2, torch.tensor([0.0, float("nan")]), 0.1), ValueError, "score"),
+    (lambda: kl_penalty_rewards(torch.full((2, 3), float("-inf")), Z2, torch.zeros(2), 0.1), ValueError,
+     "logp_policy"),
+    (lambda: check_rl_models(_gpt6(), "sft", len, "reward_fn", "be callable"), TypeError, "`ref`"),
+    (lambda: check_rl_models(_gpt6(), _gpt6(7), len, "reward_fn", "be callable"), ValueError, "vocabulary"),
+    (lambda: check_rl_models(_gpt6(), _gpt6(), 3, "reward_fn", "be callable"), TypeError, "reward_fn"),
     (lambda: dpo_loss(torch.zeros(2), torch.zeros(2), torch.zeros(3), torch.zeros(2)), ValueError, "same shape"),
 ])
 def test_bad_inputs(call, err, match):
@@ -260,3 +281,8 @@ def test_rlhf_reexports_the_ppo_module():
     import course_llm.rlhf as rlhf
     for name in ppo.__all__:
         assert getattr(rlhf, name) is getattr(ppo, name) and name in rlhf.__all__
+
+
+def test_token_logprobs_accepts_masked_logits():
+    logits = torch.tensor([[[0.0, float("-inf")], [0.0, 0.0]]])        # token 1 masked out at t=0
+    assert token_logprobs(logits, torch.tensor([[0, 0]])).item() == 0.0

@@ -76,3 +76,22 @@ def test_stream_loss_rejects_bad_arguments(loaded):
         zoo.stream_loss(model, torch.tensor([model.config.vocab_size, 0]), 8)
     with pytest.raises(ValueError, match="ids"):
         zoo.stream_loss(model, torch.tensor([1]), 8)
+    with pytest.raises(ValueError, match="batch_size"):
+        zoo.stream_loss(model, ids, 8, batch_size=0)
+
+
+def test_stream_loss_batched_equals_one_window_at_a_time(loaded):
+    model, tok = loaded
+    ids = torch.tensor(tok.encode(corpus_splits("shakespeare")[1][:300]))
+    one = zoo.stream_loss(model, ids, 64, stride=24, batch_size=1)
+    many = zoo.stream_loss(model, ids, 64, stride=24, batch_size=32)
+    assert many == pytest.approx(one, abs=1e-6)
+    # the brute-force oracle: every target t scored from the window that ends where stream_loss's does
+    total = 0.0
+    with torch.no_grad():
+        for t in range(1, len(ids)):
+            end = 1 + 64 if t < 1 + 64 else min(len(ids), 1 + 64 + ((t - 1 - 64) // 24 + 1) * 24)
+            lo = max(0, end - 1 - 64)
+            logits = model(ids[lo:t][None])[0]
+            total -= torch.log_softmax(logits[0, -1], -1)[ids[t]].item()
+    assert one == pytest.approx(total / (len(ids) - 1), abs=1e-5)
