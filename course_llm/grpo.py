@@ -28,12 +28,17 @@ from .ppo import check_rl_models, token_logprobs
 def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
     """GRPO's group-relative advantages: A_i = (r_i - mean_g r) / (std_g r + eps), one per response.
 
-    The rewards come in consecutive groups of `group_size` responses to the same prompt; each
-    response is scored against the others of its group, so the group mean replaces PPO's value
+    The rewards come in consecutive groups of `group_size` responses to the same prompt;
+    each
+    response is scored against the others of its group, so the group mean replaces PPO's
+    value
     model as the baseline. The std is the unbiased (n - 1) sample std of the group, as
-    ``torch.std`` and TRL's ``GRPOTrainer`` compute it, and ``eps = 1e-4`` keeps the division
-    finite. A group whose rewards are all equal carries no signal and gets advantages exactly 0.
-    ``normalize_std=False`` drops the division (Dr. GRPO's choice): A_i = r_i - mean_g r.
+    ``torch.std`` and TRL's ``GRPOTrainer`` compute it, and ``eps = 1e-4`` keeps the
+    division
+    finite. A group whose rewards are all equal carries no signal and gets advantages
+    exactly 0.
+    ``normalize_std=False`` drops the division (Dr. GRPO's choice): A_i = r_i - mean_g
+    r.
 
     Args:
         rewards: float tensor (n_groups * group_size,), finite.
@@ -71,7 +76,8 @@ def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
 
 # %% ../nbs/20_grpo.ipynb #747dc9d1
 def _check_loss_inputs(logprobs, old_logprobs, ref_logprobs, advantages, mask):
-    """Shapes (B, T) for the log-probabilities and mask, (B,) for the advantages; finite; a token per row."""
+    """Shapes (B, T) for the log-probabilities and mask, (B,) for the advantages;
+    finite; a token per row."""
     check_tensor("logprobs", logprobs, ndim=2, dtype="float")
     for name, x in (("old_logprobs", old_logprobs), ("ref_logprobs", ref_logprobs)):
         check_tensor(name, x, dtype="float")
@@ -113,14 +119,18 @@ def grpo_loss(
 ):
     """The GRPO objective of DeepSeekMath, negated to be minimised.
 
-    Per response token t of sequence i, with the ratio rho = exp(logprobs - old_logprobs) and
+    Per response token t of sequence i, with the ratio rho = exp(logprobs -
+    old_logprobs) and
     d = ref_logprobs - logprobs::
 
         L_it = -( min(rho A_i, clip(rho, 1 - eps, 1 + eps) A_i) - beta k3_it )
-        k3_it = exp(d) - d - 1      (unbiased, non-negative estimate of KL(pi_theta || pi_ref))
+        k3_it = exp(d) - d - 1      (unbiased, non-negative estimate of KL(pi_theta ||
+        pi_ref))
 
-    ``aggregate="sequence"`` averages over each sequence's response tokens, then over the batch
-    (DeepSeekMath's 1/G sum_i 1/len(o_i) sum_t); ``"token"`` averages over all response tokens of
+    ``aggregate="sequence"`` averages over each sequence's response tokens, then over
+    the batch
+    (DeepSeekMath's 1/G sum_i 1/len(o_i) sum_t); ``"token"`` averages over all response
+    tokens of
     the batch at once (DAPO's token-level loss; Dr. GRPO divides by a constant instead).
     `old_logprobs` and `ref_logprobs` are treated as constants (detached).
 
@@ -134,7 +144,8 @@ def grpo_loss(
         beta: weight of the KL penalty, >= 0.
         aggregate: ``"sequence"`` or ``"token"``.
         return_stats: also return a dict of floats: ``kl`` (mean k3 per response token),
-            ``clip_frac`` (fraction of response tokens whose ratio was clipped) and ``ratio``
+            ``clip_frac`` (fraction of response tokens whose ratio was clipped) and
+            ``ratio``
             (mean ratio).
 
     Returns:
@@ -177,11 +188,13 @@ def grpo_loss(
 def response_mask(responses, eos_id):
     """True at each response token up to and including the first `eos_id` (the tokens sampled).
 
-    `course_llm.generate.generate` fills a row with `eos_id` after it ends; those fill tokens
+    `course_llm.generate.generate` fills a row with `eos_id` after it ends; those fill
+    tokens
     were not sampled and must not count in the loss.
 
     Args:
-        responses: integer tensor (B, n) of generated tokens (the prompt removed), n >= 1.
+        responses: integer tensor (B, n) of generated tokens (the prompt removed), n >=
+            1.
         eos_id: the end-of-sequence token id, >= 0.
 
     Returns:
@@ -251,8 +264,10 @@ class GRPOTrainer:
     Args:
         policy: the `GPT` to train (in place; start from a copy of the SFT model).
         ref: the frozen reference `GPT` (the SFT model).
-        reward_fn: ``reward_fn(prompts, responses) -> rewards``, with prompts (N, P) (each prompt
-            repeated G times), responses (N, n) as `generate` returns them (the end token and the
+        reward_fn: ``reward_fn(prompts, responses) -> rewards``, with prompts (N, P)
+            (each prompt
+            repeated G times), responses (N, n) as `generate` returns them (the end
+            token and the
             fill after it included) and rewards a float tensor (N,).
         eos_id: the token that ends a response.
         config: a `GRPOConfig`.
@@ -299,11 +314,13 @@ class GRPOTrainer:
 
     @torch.no_grad()
     def rollout(self, prompts, generator=None):
-        """G responses to each prompt (B, P), their rewards, advantages, mask and reference log-probs."""
+        """G responses to each prompt (B, P), their rewards, advantages, mask and
+        reference log-probs."""
         check_token_ids("prompts", prompts, self.policy.config.vocab_size, ndim=2)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(
-                f"`generator` must be a torch.Generator or None, got {type(generator).__name__}"
+                "`generator` must be a torch.Generator or None, got "
+                f"{type(generator).__name__}"
             )
         c, P = self.config, prompts.size(1)
         self.policy.eval()
@@ -336,7 +353,8 @@ class GRPOTrainer:
         )
 
     def update(self, batch):
-        """`epochs` gradient steps on one batch of rollouts; returns the last step's loss and stats."""
+        """`epochs` gradient steps on one batch of rollouts; returns the last step's
+        loss and stats."""
         c = self.config
         self.policy.train()
         old = None
@@ -363,7 +381,8 @@ class GRPOTrainer:
         return {"loss": loss.item(), **stats}
 
     def step(self, prompts, generator=None):
-        """One rollout and its update: mean reward, mean response length and the loss's stats."""
+        """One rollout and its update: mean reward, mean response length and the loss's
+        stats."""
         batch = self.rollout(prompts, generator)
         stats = self.update(batch)
         return {

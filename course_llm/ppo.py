@@ -44,7 +44,8 @@ def token_logprobs(logits, ids):
         )
     if logits.size(1) < 2:
         raise ValueError(
-            f"`logits` need at least 2 positions (a token predicts the next), got {tuple(logits.shape)}"
+            "`logits` need at least 2 positions (a token predicts the next), got "
+            f"{tuple(logits.shape)}"
         )
     logp = logits[:, :-1].float().log_softmax(-1)  # (B, T-1, V)
     return logp.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
@@ -70,7 +71,8 @@ def sequence_logprobs(model, ids, response_mask):
     check_tensor("response_mask", response_mask, shape=tuple(ids.shape), dtype="bool")
     if response_mask[:, 0].any():
         raise ValueError(
-            "`response_mask` is True at position 0, which nothing predicts; a prompt needs a token"
+            "`response_mask` is True at position 0, which nothing predicts; a "
+            "prompt needs a token"
         )
     lp = token_logprobs(model(ids)[0], ids)  # (B, T-1)
     return (lp * response_mask[:, 1:]).sum(1)
@@ -93,7 +95,8 @@ def _check_finite(name, x):
 
 
 def _as_mask(mask, like):
-    """`mask` (None = all ones) as a float tensor shaped like `like`, with a real token in every row."""
+    """`mask` (None = all ones) as a float tensor shaped like `like`, with a real token
+    in every row."""
     if mask is None:
         return torch.ones_like(like)
     check_tensor("mask", mask, shape=tuple(like.shape))
@@ -110,11 +113,13 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     """Per-token rewards r_t = -beta (log pi(y_t) - log pi_SFT(y_t)), plus the score on the last token.
 
     Args:
-        logp_policy: log-probabilities of the sampled response tokens under the policy, (batch, T).
+        logp_policy: log-probabilities of the sampled response tokens under the policy,
+            (batch, T).
         logp_ref: the same under the frozen reference (SFT) model, (batch, T).
         score: r_theta(x, y) per sequence, (batch,).
         beta: KL coefficient (>= 0).
-        mask: optional bool/float (batch, T), 1 on real response tokens (right padding 0); the score goes to
+        mask: optional bool/float (batch, T), 1 on real response tokens (right padding
+            0); the score goes to
             each row's last real token.
 
     Returns:
@@ -142,7 +147,8 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
 def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
     """Generalized advantage estimation, A_t = sum_l (gamma lam)^l delta_{t+l}, by the backward recursion.
 
-    The value after a row's last real token is 0 (the episode ends), so delta_T = r_T - V(s_T).
+    The value after a row's last real token is 0 (the episode ends), so delta_T = r_T -
+    V(s_T).
 
     Args:
         rewards: per-step rewards r_t, (batch, T).
@@ -152,7 +158,8 @@ def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
         mask: optional (batch, T), 1 on real steps and 0 on right padding.
 
     Returns:
-        ``(advantages, returns)``, both (batch, T): returns = advantages + values (0 on padding).
+        ``(advantages, returns)``, both (batch, T): returns = advantages + values (0 on
+        padding).
 
     Example:
         >>> adv, ret = gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.5]]), gamma=1.0, lam=1.0)
@@ -182,7 +189,8 @@ def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
     """PPO's clipped surrogate, negated to be minimised: -mean(min(rho A, clip(rho, 1-eps, 1+eps) A)).
 
     Args:
-        logp_new: log pi_phi(y_t | s_t) under the policy being trained, (batch, T) (with gradient).
+        logp_new: log pi_phi(y_t | s_t) under the policy being trained, (batch, T) (with
+            gradient).
         logp_old: the same under the policy that sampled the rollouts, (batch, T).
         advantages: A_t, (batch, T).
         clip_eps: epsilon > 0.
@@ -235,7 +243,8 @@ def check_rl_models(policy, ref, reward, reward_name, usage):
             )
     if policy.config.vocab_size != ref.config.vocab_size:
         raise ValueError(
-            f"`policy` and `ref` must share a vocabulary, got {policy.config.vocab_size} "
+            "`policy` and `ref` must share a vocabulary, got "
+            f"{policy.config.vocab_size} "
             f"and {ref.config.vocab_size} tokens"
         )
     if not callable(reward):
@@ -248,7 +257,8 @@ class PPOConfig:
 
     Attributes:
         beta: KL coefficient towards the reference (SFT) policy.
-        gamma_ptx: weight gamma of the pretraining log-likelihood term (PPO-ptx); 0 = plain PPO.
+        gamma_ptx: weight gamma of the pretraining log-likelihood term (PPO-ptx); 0 =
+            plain PPO.
         clip_eps: epsilon of the clipped surrogate.
         gamma: discount of GAE (the RL gamma).
         lam: lambda of GAE.
@@ -294,9 +304,11 @@ class PPOTrainer:
     """PPO with a KL penalty to a frozen reference, a value head, GAE and an optional pretraining mix.
 
     Args:
-        policy: the `GPT` to fine-tune (trained in place; start from a copy of the SFT model).
+        policy: the `GPT` to fine-tune (trained in place; start from a copy of the SFT
+            model).
         ref: the frozen reference `GPT` (the SFT model).
-        reward_model: a callable mapping ids (batch, T) to rewards (batch,), e.g. a `RewardModel`.
+        reward_model: a callable mapping ids (batch, T) to rewards (batch,), e.g. a
+            `RewardModel`.
         config: a `PPOConfig`.
 
     Example:
@@ -331,7 +343,8 @@ class PPOTrainer:
         )
 
     def _forward(self, ids, P):
-        """Log-probs of the response tokens, entropies and values of the states before them, (B, n)."""
+        """Log-probs of the response tokens, entropies and values of the states before
+        them, (B, n)."""
         h = self.policy.features(ids)  # (B, T, d)
         logits = self.policy.lm_head(h)  # (B, T, V)
         logp = token_logprobs(logits, ids)[:, P - 1 :]  # (B, n): tokens P..T-1
@@ -342,7 +355,8 @@ class PPOTrainer:
 
     @torch.no_grad()
     def rollout(self, prompts, n_new, generator=None):
-        """Sample responses to `prompts` (batch, P) and compute everything the update needs."""
+        """Sample responses to `prompts` (batch, P) and compute everything the update
+        needs."""
         check_token_ids("prompts", prompts, self.policy.config.vocab_size, ndim=2)
         check_positive_int("n_new", n_new)
         c, P = self.config, prompts.size(1)
@@ -373,7 +387,8 @@ class PPOTrainer:
         c = self.config
         if (ptx_ids is None) != (ptx_labels is None):
             raise ValueError(
-                "give both `ptx_ids` and `ptx_labels` (or neither) for the pretraining mix"
+                "give both `ptx_ids` and `ptx_labels` (or neither) for the "
+                "pretraining mix"
             )
         if ptx_ids is not None:
             check_token_ids("ptx_ids", ptx_ids, self.policy.config.vocab_size, ndim=2)

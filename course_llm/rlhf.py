@@ -43,12 +43,15 @@ _all_ = [
 class RewardModel(nn.Module):
     """The SFT model with its output layer replaced by a scalar head: r_theta(x, y).
 
-    Reads the final hidden state (`GPT.features`, after the final norm) at the last non-pad position of
-    each row of prompt + response and maps it to one number with a linear layer. The GPT's own output
+    Reads the final hidden state (`GPT.features`, after the final norm) at the last
+    non-pad position of
+    each row of prompt + response and maps it to one number with a linear layer. The
+    GPT's own output
     projection `lm_head` is not used.
 
     Args:
-        gpt: the (SFT) `GPT` to start from; it is used as is, so pass a copy (``copy.deepcopy``) to keep
+        gpt: the (SFT) `GPT` to start from; it is used as is, so pass a copy
+            (``copy.deepcopy``) to keep
             the original.
         pad_id: id of the right padding (None: every row is full length).
 
@@ -71,11 +74,13 @@ class RewardModel(nn.Module):
         self.head = nn.Linear(gpt.config.d_model, 1)  # replaces lm_head: d -> 1
 
     def forward(self, idx):
-        """Rewards of shape (batch,) for token ids `idx` (batch, T) holding prompt + response."""
+        """Rewards of shape (batch,) for token ids `idx` (batch, T) holding prompt +
+        response."""
         check_token_ids("idx", idx, self.gpt.config.vocab_size, ndim=2)
         if self.pad_id is not None and bool((idx == self.pad_id).all(1).any()):
             raise ValueError(
-                f"a row of `idx` is all padding (pad_id={self.pad_id}): nothing to score"
+                f"a row of `idx` is all padding (pad_id={self.pad_id}): nothing to "
+                "score"
             )
         h = self.gpt.features(idx)  # (B, T, d)
         if self.pad_id is None:
@@ -108,7 +113,8 @@ def bradley_terry_loss(r_chosen, r_rejected):
 
 
 def _check_scores(**tensors):
-    """Float tensors of one shape, not empty: scores or log-probabilities of the same pairs."""
+    """Float tensors of one shape, not empty: scores or log-probabilities of the same
+    pairs."""
     (first, a), *rest = tensors.items()
     for name, x in tensors.items():
         check_tensor(name, x, dtype="float")
@@ -137,7 +143,8 @@ def ranked_to_pairs(ranked):
     """
     if isinstance(ranked, (str, bytes)) or not hasattr(ranked, "__len__"):
         raise TypeError(
-            f"`ranked` must be a list of responses (best first), got {type(ranked).__name__}"
+            "`ranked` must be a list of responses (best first), got "
+            f"{type(ranked).__name__}"
         )
     ranked = list(ranked)
     return [
@@ -156,10 +163,12 @@ def preference_pairs(prompts, rankings):
 
     Args:
         prompts: a sequence of prompts x (any objects, e.g. 1-D id tensors).
-        rankings: for each prompt, its responses ranked best first (a list of K responses).
+        rankings: for each prompt, its responses ranked best first (a list of K
+            responses).
 
     Returns:
-        ``(triples, n_skipped)``: the list of ``(x, y_w, y_l)`` and the number of pairs dropped because
+        ``(triples, n_skipped)``: the list of ``(x, y_w, y_l)`` and the number of pairs
+        dropped because
         y_w equals y_l (a `UserWarning` gives the count when it is not zero).
 
     Example:
@@ -169,7 +178,8 @@ def preference_pairs(prompts, rankings):
     """
     if len(prompts) != len(rankings):
         raise ValueError(
-            f"`prompts` ({len(prompts)}) and `rankings` ({len(rankings)}) must have the same "
+            f"`prompts` ({len(prompts)}) and `rankings` ({len(rankings)}) must "
+            "have the same "
             "length: one ranking of responses per prompt"
         )
     triples, skipped = [], 0
@@ -204,7 +214,8 @@ def dpo_loss(
         beta: the KL coefficient of the objective DPO solves (> 0).
 
     Returns:
-        ``(loss, chosen_rewards, rejected_rewards)``: the mean loss and the implicit rewards
+        ``(loss, chosen_rewards, rejected_rewards)``: the mean loss and the implicit
+        rewards
         beta (log pi - log pi_ref) of y_w and y_l (detached), each (batch,).
 
     Example:

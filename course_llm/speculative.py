@@ -14,12 +14,14 @@ def _check_models(target, draft, idx, max_new_tokens, k, eos_id):
     for name, m in (("target", target), ("draft", draft)):
         if not hasattr(m, "config") or not hasattr(m.config, "vocab_size"):
             raise TypeError(
-                f"`{name}` must be a course_llm GPT (with a .config), got {type(m).__name__}"
+                f"`{name}` must be a course_llm GPT (with a .config), got "
+                f"{type(m).__name__}"
             )
     V = target.config.vocab_size
     if draft.config.vocab_size != V:
         raise ValueError(
-            f"the draft's vocabulary ({draft.config.vocab_size} tokens) differs from the "
+            f"the draft's vocabulary ({draft.config.vocab_size} tokens) differs "
+            "from the "
             f"target's ({V}): both models must share one tokenizer"
         )
     check_int("k", k, min=0)
@@ -27,7 +29,8 @@ def _check_models(target, draft, idx, max_new_tokens, k, eos_id):
     check_token_ids("idx", idx, V, ndim=2)
     if idx.shape[0] != 1 or idx.shape[1] < 1:
         raise ValueError(
-            f"`idx` must be one non-empty prompt of shape (1, T), got {tuple(idx.shape)}: "
+            "`idx` must be one non-empty prompt of shape (1, T), got "
+            f"{tuple(idx.shape)}: "
             f"speculative decoding here runs one sequence at a time"
         )
     if eos_id is not None:
@@ -37,13 +40,15 @@ def _check_models(target, draft, idx, max_new_tokens, k, eos_id):
         window = getattr(m.config, "max_len", None) or m.config.block_size
         if need > window:
             raise ValueError(
-                f"prompt {idx.size(1)} + max_new_tokens {max_new_tokens} + k {k} = {need} "
+                f"prompt {idx.size(1)} + max_new_tokens {max_new_tokens} + k {k} = "
+                f"{need} "
                 f"positions exceed the {name}'s context window {window}"
             )
 
 # %% ../nbs/17_speculative.ipynb #f6272676
 def _distribution(logits, temperature, top_k, top_p):
-    """Probabilities (V,) the way `generate` samples: divide by beta, top-k, top-p, softmax."""
+    """Probabilities (V,) the way `generate` samples: divide by beta, top-k, top-p,
+    softmax."""
     logits = logits.float() / temperature
     if top_k is not None:
         logits = top_k_filter(logits, top_k)
@@ -91,12 +96,18 @@ def speculative_generate(
 ):
     """Sample from `target` with `k` tokens drafted by `draft` per target pass (Leviathan et al. 2023).
 
-    Each round the draft samples k tokens one by one; the target scores them in one pass; the
-    tokens are accepted left to right with probability min(1, p/q), the first rejected one is
-    replaced by a sample of max(0, p - q) normalised, and if all k pass the target's next token
-    is added. The output has exactly the distribution of ``generate(target, ...)`` with the same
-    temperature/top_k/top_p; ``temperature=0`` emits exactly the target's greedy tokens. Both
-    models use `KVCache`s, rolled back to the accepted prefix after each round. ``k=0`` is plain
+    Each round the draft samples k tokens one by one; the target scores them in one
+    pass; the
+    tokens are accepted left to right with probability min(1, p/q), the first rejected
+    one is
+    replaced by a sample of max(0, p - q) normalised, and if all k pass the target's
+    next token
+    is added. The output has exactly the distribution of ``generate(target, ...)`` with
+    the same
+    temperature/top_k/top_p; ``temperature=0`` emits exactly the target's greedy tokens.
+    Both
+    models use `KVCache`s, rolled back to the accepted prefix after each round. ``k=0``
+    is plain
     cached sampling from the target (the draft is not run).
 
     Args:
@@ -105,10 +116,12 @@ def speculative_generate(
         idx: prompt token ids (1, T), T >= 1 (one sequence).
         max_new_tokens: tokens to add.
         k: tokens drafted per round (>= 0).
-        temperature, top_k, top_p: as in `course_llm.generate.generate`, applied to both models.
+        temperature, top_k, top_p: as in `course_llm.generate.generate`, applied to both
+            models.
         generator: `torch.Generator` for reproducible sampling.
         eos_id: stop after this token (it is included), or None.
-        stats: optional dict, filled with ``proposed``, ``accepted``, ``acceptance_rate``
+        stats: optional dict, filled with ``proposed``, ``accepted``,
+            ``acceptance_rate``
             (accepted / proposed, NaN when nothing was proposed), ``target_calls``,
             ``draft_calls`` and ``new_tokens``.
 
