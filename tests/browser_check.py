@@ -17,23 +17,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
+
+
 def _toc_pages():
     """Every page of the book, in the order of _toc.yml."""
+    import sys
+
     import yaml
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from book_cache import toc_files
 
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                files.append(e["file"])
-            walk(e.get("sections"))
-            walk(e.get("chapters"))
-
-    walk(toc.get("parts"))
-    walk(toc.get("chapters"))
-    return [f + ".html" for f in files]
+    return [f + ".html" for f in toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))]
 
 
 PAGES = _toc_pages()
