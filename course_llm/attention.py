@@ -73,14 +73,10 @@ def _check_qkv(q, k, v):
 def causal_mask(n_query, n_key=None, device=None):
     """Boolean causal mask of shape (n_query, n_key): True where query i may attend to key j.
 
-    The queries are taken to be the *last* `n_query` positions of the `n_key` keys, so
-    query i
-    sits at position ``n_key - n_query + i`` and may read keys ``j <= n_key - n_query +
-    i``.
-    With ``n_query == n_key`` this is the lower-triangular mask of a causal LM; with
-    fewer
-    queries than keys it is the mask a KV cache needs (new tokens see everything cached
-    before
+    The queries are taken to be the *last* `n_query` positions of the `n_key` keys, so query i
+    sits at position ``n_key - n_query + i`` and may read keys ``j <= n_key - n_query + i``.
+    With ``n_query == n_key`` this is the lower-triangular mask of a causal LM; with fewer
+    queries than keys it is the mask a KV cache needs (new tokens see everything cached before
     them).
 
     Args:
@@ -112,18 +108,15 @@ def causal_mask(n_query, n_key=None, device=None):
 def padding_mask(attention_mask):
     """Turn a (batch, length) padding mask into an attention mask of shape (batch, 1, 1, length).
 
-    `attention_mask` follows the Hugging Face convention: 1 (or True) for a real token,
-    0 (or
-    False) for padding. The result broadcasts over heads and queries, so every query
-    ignores the
+    `attention_mask` follows the Hugging Face convention: 1 (or True) for a real token, 0 (or
+    False) for padding. The result broadcasts over heads and queries, so every query ignores the
     padded keys.
 
     Args:
         attention_mask: tensor of shape (batch, length) with values in {0, 1} or bool.
 
     Returns:
-        A bool tensor of shape (batch, 1, 1, length), True where a key may be attended
-        to.
+        A bool tensor of shape (batch, 1, 1, length), True where a key may be attended to.
 
     Example:
         >>> padding_mask(torch.tensor([[1, 1, 0]])).shape
@@ -177,8 +170,7 @@ def _combined_mask(mask, is_causal, n_query, n_key, device):
 def repeat_kv(x, n_rep):
     """Repeat each key/value head `n_rep` times along the head axis (dimension -3).
 
-    Grouped-query attention stores fewer key/value heads than query heads; query head
-    ``h``
+    Grouped-query attention stores fewer key/value heads than query heads; query head ``h``
     reads key/value head ``h // n_rep``. This is the expansion that makes that explicit.
 
     Args:
@@ -207,29 +199,23 @@ def repeat_kv(x, n_rep):
 def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     """Scaled dot-product attention written out: softmax(Q K^T / sqrt(d_K) + mask) V.
 
-    The teaching version (and a second oracle for the fast one): it materialises the
-        score
-    matrix and returns the attention weights too. Shapes follow PyTorch: queries (...,
-        L, d_K),
-    keys (..., S, d_K), values (..., S, d_V). With a head axis (..., H, L, d_K), keys
-    and values
-    may have fewer heads than queries (grouped-query attention, chapter 06). A query
-    whose keys
+    The teaching version (and a second oracle for the fast one): it materialises the score
+    matrix and returns the attention weights too. Shapes follow PyTorch: queries (..., L, d_K),
+    keys (..., S, d_K), values (..., S, d_V). With a head axis (..., H, L, d_K), keys and values
+    may have fewer heads than queries (grouped-query attention, chapter 06). A query whose keys
     are all masked gets weights 0 and output 0, as in PyTorch.
 
     Args:
         q: queries, shape (..., L, d_K).
         k: keys, shape (..., S, d_K).
         v: values, shape (..., S, d_V).
-        mask: optional bool mask (True = may attend) or float mask (added to the
-            scores),
+        mask: optional bool mask (True = may attend) or float mask (added to the scores),
             broadcastable to (..., L, S).
         is_causal: also forbid keys after each query (see `causal_mask`).
         scale: multiplier of the scores; defaults to 1/sqrt(d_K).
 
     Returns:
-        The pair ``(output, weights)``, with the output of shape (..., L, d_V) and the
-        weights
+        The pair ``(output, weights)``, with the output of shape (..., L, d_V) and the weights
         of shape (..., L, S).
 
     Example:
@@ -266,23 +252,18 @@ def scaled_dot_product_attention(
 ):
     """softmax(Q K^T / sqrt(d_K) + mask) V on PyTorch's fused kernel.
 
-    Same arguments and conventions as `explicit_attention` (which is its oracle), but it
-    never
-    materialises the weights when it does not have to, so it is faster and lighter. It
-    adds to
+    Same arguments and conventions as `explicit_attention` (which is its oracle), but it never
+    materialises the weights when it does not have to, so it is faster and lighter. It adds to
     `torch.nn.functional.scaled_dot_product_attention`: input validation, grouped-query
-    attention (fewer key/value heads than query heads) and a causal mask that stays
-    correct when
-    there are fewer queries than keys (the KV-cache case, where PyTorch's own
-    `is_causal` would
+    attention (fewer key/value heads than query heads) and a causal mask that stays correct when
+    there are fewer queries than keys (the KV-cache case, where PyTorch's own `is_causal` would
     align the mask to the top left).
 
     Args:
         q: queries, shape (..., L, d_K).
         k: keys, shape (..., S, d_K).
         v: values, shape (..., S, d_V).
-        mask: optional bool mask (True = may attend) or float mask (added to the
-            scores),
+        mask: optional bool mask (True = may attend) or float mask (added to the scores),
             broadcastable to (..., L, S).
         is_causal: also forbid keys after each query.
         scale: multiplier of the scores; defaults to 1/sqrt(d_K).
@@ -325,31 +306,23 @@ class MultiHeadAttention(nn.Module):
     """Multi-head (masked) self- or cross-attention: concat(Y_1, ..., Y_H) W^O.
 
     Follows MHAttention(X, Z | W, Mask) of Phuong and Hutter (2022). `q_proj`, `k_proj`,
-    `v_proj` hold the H heads' W^Q_h, W^K_h, W^V_h stacked into one matrix each, and
-    `out_proj`
-    is W^O. Keys and values come from `context` when it is given (cross-attention), else
-    from
+    `v_proj` hold the H heads' W^Q_h, W^K_h, W^V_h stacked into one matrix each, and `out_proj`
+    is W^O. Keys and values come from `context` when it is given (cross-attention), else from
     `x` (self-attention).
 
     Args:
         d_model: width of the input x and of the output.
         n_head: number of query heads H.
-        n_kv_head: number of key/value heads (grouped-query attention; must divide
-            `n_head`;
-            1 is multi-query attention). Defaults to `n_head` (ordinary multi-head
-            attention).
+        n_kv_head: number of key/value heads (grouped-query attention; must divide `n_head`;
+            1 is multi-query attention). Defaults to `n_head` (ordinary multi-head attention).
         d_head: width d_K of each head. Defaults to d_model // n_head.
-        d_context: width of the context sequence for cross-attention. Defaults to
-            `d_model`.
+        d_context: width of the context sequence for cross-attention. Defaults to `d_model`.
         bias: whether the four projections have biases.
-        causal: apply the causal mask in self-attention (ignored when `context` is
-            given).
+        causal: apply the causal mask in self-attention (ignored when `context` is given).
         dropout: dropout probability on the attention weights during training.
         scale: multiplier of the scores; defaults to 1/sqrt(d_head) (T5 uses 1).
-        fused_qkv: compute self-attention's q, k, v with one matrix product (see
-            `project_qkv`);
-            faster, but it rounds differently, so seeded training runs take another
-            path.
+        fused_qkv: compute self-attention's q, k, v with one matrix product (see `project_qkv`);
+            faster, but it rounds differently, so seeded training runs take another path.
 
     Example:
         >>> mha = MultiHeadAttention(d_model=8, n_head=2, causal=True)
@@ -421,16 +394,11 @@ class MultiHeadAttention(nn.Module):
     def project_qkv(self, x):
         """Queries, keys and values of self-attention, each split into heads.
 
-        With `fused_qkv` and plain `nn.Linear` projections, one matrix product with
-        their weights
-        stacked does the work of three (a fused QKV projection, as in GPT-2 and
-        nanoGPT), while
-        the parameters keep their names, so loaders and LoRA still find `q_proj`,
-        `v_proj`. The
-        result equals the three products up to rounding (the summation order differs),
-        which is
-        why it is opt-in: seeded experiments keep their numbers. A replaced projection
-        (a LoRA or
+        With `fused_qkv` and plain `nn.Linear` projections, one matrix product with their weights
+        stacked does the work of three (a fused QKV projection, as in GPT-2 and nanoGPT), while
+        the parameters keep their names, so loaders and LoRA still find `q_proj`, `v_proj`. The
+        result equals the three products up to rounding (the summation order differs), which is
+        why it is opt-in: seeded experiments keep their numbers. A replaced projection (a LoRA or
         quantised layer) is always called as a module.
         """
         projs = (self.q_proj, self.k_proj, self.v_proj)
@@ -491,23 +459,18 @@ class MultiHeadAttention(nn.Module):
 
         Args:
             x: the primary sequence, shape (batch, L, d_model).
-            context: the context sequence for cross-attention, shape (batch, S,
-                d_context).
+            context: the context sequence for cross-attention, shape (batch, S, d_context).
             mask: bool (True = may attend) or float (added) mask broadcastable to
                 (batch, n_head, L, S); e.g. `padding_mask(attention_mask)`.
-            rope: optional callable ``rope(t, positions)`` rotating queries and keys of
-                shape
-                (batch, heads, length, d_head), e.g.
-                `course_llm.layers.RotaryEmbedding`.
-            positions: positions of the L tokens of `x`, shape (L,) or (batch, L);
-                default
+            rope: optional callable ``rope(t, positions)`` rotating queries and keys of shape
+                (batch, heads, length, d_head), e.g. `course_llm.layers.RotaryEmbedding`.
+            positions: positions of the L tokens of `x`, shape (L,) or (batch, L); default
                 ``cache.length + arange(L)``. Only used by `rope`.
             cache: self-attention: a KV cache with a `length` attribute and
                 ``update(k, v) -> (k, v)`` (chapter 08's `KVCache`); cross-attention: a
                 `CrossCache`, whose stored keys and values are reused without projecting
                 `context` again.
-            need_weights: also return the attention weights (batch, n_head, L, S),
-                computed
+            need_weights: also return the attention weights (batch, n_head, L, S), computed
                 with `explicit_attention`.
 
         Returns:

@@ -27,10 +27,8 @@ from course_llm.layers import (
 class BERTConfig:
     """Hyper-parameters of a BERT encoder (the course's common names; see `TransformerConfig`).
 
-    `init_std` is the standard deviation of the normal initialisation of every weight
-    matrix and
-    embedding table (0.02 in BERT, Hugging Face's `initializer_range`); biases start at
-    0 and
+    `init_std` is the standard deviation of the normal initialisation of every weight matrix and
+    embedding table (0.02 in BERT, Hugging Face's `initializer_range`); biases start at 0 and
     LayerNorm gains at 1. The old names `max_positions` (now `max_len`) and `eps` (now
     `norm_eps`) are accepted as keywords and attributes for one release.
 
@@ -130,8 +128,7 @@ class BERT(nn.Module):
         """A `BERT` (in eval mode) holding the weights of a Hugging Face `BertModel` state dict.
 
         Args:
-            state_dict: the Hugging Face names and tensors (a ``bert.`` prefix is
-                dropped).
+            state_dict: the Hugging Face names and tensors (a ``bert.`` prefix is dropped).
             config: the matching `BERTConfig` (see `config_from_hf`).
         """
         sd = {k.removeprefix("bert."): v for k, v in state_dict.items()}
@@ -304,8 +301,7 @@ def load_minilm(path=None) -> BERT:
     """BERT with the all-MiniLM-L6-v2 weights, read with safetensors (no pickle).
 
     Args:
-        path: a folder with ``config.json`` and ``model.safetensors``; default
-            :func:`minilm_path`.
+        path: a folder with ``config.json`` and ``model.safetensors``; default :func:`minilm_path`.
 
     Example:
         >>> load_minilm().config.n_layer

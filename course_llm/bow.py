@@ -37,8 +37,7 @@ def word_vocabulary(
     texts: Sequence[str], min_freq: int = 1, max_size: Optional[int] = None
 ) -> WordTokenizer:
     """The word vocabulary of chapters 03 and 04: a :class:`~course_llm.tokenizers.WordTokenizer`
-    fitted on the lower-cased `texts` (``<PAD>`` = 0, ``<UNK>`` = 1), to use with
-    :func:`encode_texts`.
+    fitted on the lower-cased `texts` (``<PAD>`` = 0, ``<UNK>`` = 1), to use with :func:`encode_texts`.
 
     Args:
         texts: the training texts.
@@ -61,8 +60,7 @@ def word_vocabulary(
 def encode_texts(tokenizer, texts: Sequence[str], lower: bool = True) -> list[Tensor]:
     """Encode each text with a word-level tokenizer into a tensor of ids (lower-casing first).
 
-    ``tokenizer`` is any object with ``encode(str) -> list[int]``, normally the
-    vocabulary from
+    ``tokenizer`` is any object with ``encode(str) -> list[int]``, normally the vocabulary from
     :func:`word_vocabulary` (chapter 02's :class:`course_llm.tokenizers.WordTokenizer`,
     ``<PAD>`` = 0, ``<UNK>`` = 1).
 
@@ -127,10 +125,8 @@ class BagOfWords(nn.Module):
     r"""The bag-of-words model :math:`f_\theta(X) = b + a \cdot \sum_{\ell=1}^L \tau(w_\ell)`.
 
     With one-hot :math:`\tau(w)`, the dot product picks one weight per word, so
-    :math:`f_\theta(X) = b + \sum_\ell a_{w_\ell}`: a learnt score per dictionary word,
-    summed over
-    the review. :math:`\theta = (a, b) \in \mathbb{R}^{n+1}`. The output is a logit:
-    positive
+    :math:`f_\theta(X) = b + \sum_\ell a_{w_\ell}`: a learnt score per dictionary word, summed over
+    the review. :math:`\theta = (a, b) \in \mathbb{R}^{n+1}`. The output is a logit: positive
     means the positive class.
 
     Args:
@@ -231,13 +227,10 @@ def train_classifier(
 ) -> list[float]:
     """Train a binary classifier ``model(list_of_id_tensors) -> logits (B,)`` on the logistic loss.
 
-    The steps are :func:`course_llm.optim.fit`'s (AdamW at a constant `lr`;
-    `weight_decay` is
-    decoupled and applies to weight matrices only, see
-    :func:`course_llm.optim.param_groups`).
+    The steps are :func:`course_llm.optim.fit`'s (AdamW at a constant `lr`; `weight_decay` is
+    decoupled and applies to weight matrices only, see :func:`course_llm.optim.param_groups`).
     Each epoch is one pass over a fresh shuffle of the data. Labels are 0/1 (as
-    :func:`course_llm.data.load_sentiment` returns them). Returns the per-batch training
-    losses;
+    :func:`course_llm.data.load_sentiment` returns them). Returns the per-batch training losses;
     the model is left in eval mode.
 
     Example:

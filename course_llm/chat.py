@@ -64,11 +64,9 @@ def render_chat(
 
     Args:
         messages: list of ``{"role": "system"|"user"|"assistant", "content": str}``.
-        add_generation_prompt: append ``<|im_start|>assistant\\n`` so the model writes a
-            reply.
+        add_generation_prompt: append ``<|im_start|>assistant\\n`` so the model writes a reply.
         default_system: if given and the first message is not a system message, prepend
-            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's
-            template does this).
+            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's template does this).
 
     Returns:
         The rendered string.
@@ -132,14 +130,10 @@ def parse_chat(text: str) -> list:
 def grow_vocab(model, n_new: int) -> list:
     """Add `n_new` random tokens to a `GPT`: new columns of its token embedding A, rows of B.
 
-    A is d x N_V, one column per token; PyTorch stores A^T as ``tok_emb.weight`` (N_V x
-    d), so
-    the new columns of A are new rows of that tensor, and new rows of the output
-    projection B.
-    Old entries are copied unchanged; new ones are drawn from N(0, init_std^2). A tied
-    output
-    stays tied (B = A^T is the same tensor); an untied `lm_head` grows by its own new
-    rows.
+    A is d x N_V, one column per token; PyTorch stores A^T as ``tok_emb.weight`` (N_V x d), so
+    the new columns of A are new rows of that tensor, and new rows of the output projection B.
+    Old entries are copied unchanged; new ones are drawn from N(0, init_std^2). A tied output
+    stays tied (B = A^T is the same tensor); an untied `lm_head` grows by its own new rows.
     ``model.config.vocab_size`` is updated.
 
     Args:
@@ -188,10 +182,8 @@ def grow_vocab(model, n_new: int) -> list:
 def add_special_tokens(model, tokenizer, tokens=(IM_START, IM_END)) -> list:
     """Register special `tokens` in a `BPETokenizer` (in place) and grow `model` to match.
 
-    Tokens the tokenizer already knows keep their ids; new ones get ids ``N_V, N_V + 1,
-    ...``
-    and the model gets one new random column of A (and row of B) for each (see
-    `grow_vocab`).
+    Tokens the tokenizer already knows keep their ids; new ones get ids ``N_V, N_V + 1, ...``
+    and the model gets one new random column of A (and row of B) for each (see `grow_vocab`).
 
     Args:
         model: a `course_llm.gpt.GPT` whose vocabulary equals ``tokenizer.vocab_size``.

@@ -87,10 +87,8 @@ def load_weights(model: nn.Module, path) -> dict:
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is truncated or corrupt (the message names it), or its
-            names or
-            shapes differ from the model's (a checkpoint of another configuration; the
-            message
+        ValueError: the file is truncated or corrupt (the message names it), or its names or
+            shapes differ from the model's (a checkpoint of another configuration; the message
             lists every mismatched key).
     """
     _check_module(model)
@@ -126,8 +124,7 @@ def latest_checkpoint(out_dir) -> Path | None:
     """The checkpoint folder that ``out_dir/latest.json`` names, or None if there is no pointer.
 
     Raises:
-        ValueError: ``latest.json`` is corrupt or names no complete checkpoint (the
-            message names it).
+        ValueError: ``latest.json`` is corrupt or names no complete checkpoint (the message names it).
 
     Example:
         >>> latest_checkpoint(tempfile.mkdtemp()) is None
@@ -198,8 +195,7 @@ def _publish(out_dir: Path, tmp: Path, name: str, step: int) -> Path:
 # %% ../nbs/07c_checkpoints.ipynb #f9b9ccf1
 def clean_stale_checkpoints(out_dir, max_age: float = 3600.0) -> list[Path]:
     """Remove what interrupted writes left in `out_dir`: temporary files (``.NAME.*.tmp``) and
-    temporary checkpoint folders (``.step_*``) older than `max_age` seconds, except the
-    folder
+    temporary checkpoint folders (``.step_*``) older than `max_age` seconds, except the folder
     ``latest.json`` names. Returns what was removed.
 
     Example:
@@ -338,8 +334,7 @@ def read_checkpoint(path, model: nn.Module) -> Checkpoint:
 
     Raises:
         FileNotFoundError: no checkpoint at `path`, or a file of it is missing.
-        ValueError: a file is truncated or corrupt (the message names it), or the
-            weights belong
+        ValueError: a file is truncated or corrupt (the message names it), or the weights belong
             to a model of another configuration.
 
     Example:

@@ -208,8 +208,7 @@ def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tens
         >>> check_token_ids("idx", torch.tensor([[0, 7]]), 5)
         Traceback (most recent call last):
         ...
-        ValueError: `idx` holds token ids in [0, 7], but the vocabulary has 5 tokens
-            (ids 0..4): encode with the model's tokenizer
+        ValueError: `idx` holds token ids in [0, 7], but the vocabulary has 5 tokens (ids 0..4): encode with the model's tokenizer
     """
     check_tensor(name, ids, ndim=ndim, dtype="int")
     if ids.numel():
@@ -244,8 +243,7 @@ def set_seed(seed: int = 0) -> None:
 def get_device() -> torch.device:
     """The device the chapters compute on: ``cuda`` when a GPU is visible, else ``cpu``.
 
-    Set the environment variable ``COURSE_LLM_DEVICE`` (for example to ``cpu``) to
-    override.
+    Set the environment variable ``COURSE_LLM_DEVICE`` (for example to ``cpu``) to override.
 
     Example:
         >>> get_device().type in {"cpu", "cuda"}

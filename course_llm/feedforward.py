@@ -24,8 +24,7 @@ def gelu(x, approximate="none"):
 
     Args:
         x: any tensor.
-        approximate: "none" for x * Phi(x), "tanh" for 0.5 x (1 + tanh(sqrt(2/pi) (x +
-            0.044715 x^3))).
+        approximate: "none" for x * Phi(x), "tanh" for 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 
     Example:
         >>> round(gelu(torch.tensor(1.0)).item(), 4), round(gelu(torch.tensor(1.0), "tanh").item(), 4)

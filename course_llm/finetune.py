@@ -154,8 +154,7 @@ class SequenceClassifier(nn.Module):
 class TokenTagger(nn.Module):
     """BERT + dropout + a linear head on every token: logits (B, T, n_tags).
 
-    Like `transformers.BertForTokenClassification`. Labels of -100 (padding,
-    continuation
+    Like `transformers.BertForTokenClassification`. Labels of -100 (padding, continuation
     word pieces, [CLS], [SEP]) carry no loss.
 
     Example:
@@ -203,10 +202,8 @@ class TokenTagger(nn.Module):
 class SpanQA(nn.Module):
     """BERT + a linear layer giving every token a start score and an end score: two (B, T) tensors.
 
-    Like `transformers.BertForQuestionAnswering`: the input is `[CLS] question [SEP]
-    passage [SEP]`
-    and the answer is the passage span from the best start to the best end (see
-    `best_span`).
+    Like `transformers.BertForQuestionAnswering`: the input is `[CLS] question [SEP] passage [SEP]`
+    and the answer is the passage span from the best start to the best end (see `best_span`).
 
     Example:
         >>> from course_llm.bert import BERTConfig
@@ -247,10 +244,8 @@ class SpanQA(nn.Module):
 def best_span(start_logits, end_logits, max_len: int, allowed=None):
     """The span (i, j) maximising start_logits[i] + end_logits[j] with i <= j and j - i + 1 <= max_len.
 
-    Works on one example, (T,) -> two ints as 0-d tensors, or a batch, (B, T) -> two
-    (B,) tensors.
-    `allowed` (bool, same shape) restricts both ends to some positions, e.g. the
-    passage's tokens.
+    Works on one example, (T,) -> two ints as 0-d tensors, or a batch, (B, T) -> two (B,) tensors.
+    `allowed` (bool, same shape) restricts both ends to some positions, e.g. the passage's tokens.
     Ties go to the smallest start, then the smallest end.
 
     Example:
@@ -302,17 +297,14 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
 def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
     """Pad a list of tokenized examples into one batch of tensors.
 
-    Each feature is a dict of `input_ids` (list of ints) and optionally
-    `attention_mask`,
-    `token_type_ids`, per-token `labels` (lists, padded with -100) and per-example ints
-    (`labels`,
+    Each feature is a dict of `input_ids` (list of ints) and optionally `attention_mask`,
+    `token_type_ids`, per-token `labels` (lists, padded with -100) and per-example ints (`labels`,
     `start_positions`, `end_positions`), which are stacked.
 
     Example:
         >>> b = collate([{"input_ids": [101, 7, 102], "labels": [-100, 1, -100]}, {"input_ids": [101, 102], "labels": [-100, -100]}])
         >>> b["input_ids"].tolist(), b["attention_mask"].tolist(), b["labels"].tolist()
-        ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]], [[-100, 1, -100],
-        [-100, -100, -100]])
+        ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]], [[-100, 1, -100], [-100, -100, -100]])
     """
     if (
         isinstance(features, dict)
@@ -351,8 +343,7 @@ def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
 def freeze_below(model: nn.Module, n_layers: int) -> int:
     """Freeze the embeddings and the first `n_layers` encoder layers of `model.bert`; return the trainable count.
 
-    Frozen layers still run forward, but no gradient flows through them, so a step is
-    cheaper and
+    Frozen layers still run forward, but no gradient flows through them, so a step is cheaper and
     the lower layers keep their pre-trained features.
 
     Example:
@@ -398,10 +389,8 @@ def fine_tune(
     """Fine-tune with AdamW: linear warm-up over `warmup * steps`, cosine decay to 0, gradient clipping.
 
     Step `k` uses `batches[k % len(batches)]` (shuffle them beforehand); the loss is
-    `loss_fn(model, batch)`, by default `model.loss(batch)`. Only parameters with
-    `requires_grad`
-    train (see `freeze_below`); matrices get weight decay, biases and norms do not. The
-    loop is
+    `loss_fn(model, batch)`, by default `model.loss(batch)`. Only parameters with `requires_grad`
+    train (see `freeze_below`); matrices get weight decay, biases and norms do not. The loop is
     :func:`course_llm.optim.fit`; the model is left in eval mode. Returns the losses.
 
     Example:

@@ -23,12 +23,9 @@ from course_llm.core import (
 def sliding_window_mask(T, window):
     """Boolean (T, T) mask of causal attention restricted to the last `window` positions.
 
-    ``mask[i, j]`` is True when query i may attend to key j: ``j <= i`` and ``i - j <
-    window``
-    (each token sees itself and the ``window - 1`` tokens before it, as in Mistral 7B).
-    True
-    means *attend*, the convention of
-    `torch.nn.functional.scaled_dot_product_attention`.
+    ``mask[i, j]`` is True when query i may attend to key j: ``j <= i`` and ``i - j < window``
+    (each token sees itself and the ``window - 1`` tokens before it, as in Mistral 7B). True
+    means *attend*, the convention of `torch.nn.functional.scaled_dot_product_attention`.
 
     Args:
         T: sequence length (positive int).
@@ -94,19 +91,14 @@ def flash_attention(
 ):
     """Exact softmax attention computed tile by tile, never materialising the T x S scores.
 
-    The online-softmax recurrence (Milakov & Gimelshein 2018; Dao et al. 2022): for each
-    block
+    The online-softmax recurrence (Milakov & Gimelshein 2018; Dao et al. 2022): for each block
     of queries, visit the key blocks keeping a running max m, a running sum l and an
     unnormalised output a, rescaled by exp(m - m_new) whenever the max grows.
 
-    Masks align *bottom right*: query i sits at position S - T + i, so with
-        ``causal=True`` it
-    sees keys ``j <= S - T + i`` (decoding with a KV cache: new queries see all cached
-    keys;
-    FlashAttention 2.1+ does the same). PyTorch's ``is_causal`` aligns top left instead;
-    both
-    agree when T == S. With ``window=w`` it also needs ``S - T + i - j < w``, and key
-    tiles
+    Masks align *bottom right*: query i sits at position S - T + i, so with ``causal=True`` it
+    sees keys ``j <= S - T + i`` (decoding with a KV cache: new queries see all cached keys;
+    FlashAttention 2.1+ does the same). PyTorch's ``is_causal`` aligns top left instead; both
+    agree when T == S. With ``window=w`` it also needs ``S - T + i - j < w``, and key tiles
     outside every query's window are skipped.
 
     Args:
@@ -194,10 +186,8 @@ class _TensorBytes(TorchDispatchMode):
 def peak_tensor_bytes(fn, *args, **kwargs):
     """Peak bytes of the tensors allocated while ``fn(*args, **kwargs)`` runs (any device).
 
-    Counts each operator output that is a new allocation (not a view, not written in
-    place),
-    and releases it when the tensor is freed. The result of `fn` counts too; the inputs
-    do not.
+    Counts each operator output that is a new allocation (not a view, not written in place),
+    and releases it when the tensor is freed. The result of `fn` counts too; the inputs do not.
 
     Returns:
         ``(result, peak_bytes)``.

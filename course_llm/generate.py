@@ -62,10 +62,8 @@ def top_k_filter(logits, k):
 def top_p_filter(logits, p):
     """Top-p (nucleus): keep the fewest most likely tokens whose probability reaches p.
 
-    Sorts each row in ascending order, removes the tokens whose cumulative probability
-    is at
-    most 1 - p and always keeps the most likely token, the same operations as
-    `transformers`'
+    Sorts each row in ascending order, removes the tokens whose cumulative probability is at
+    most 1 - p and always keeps the most likely token, the same operations as `transformers`'
     ``TopPLogitsWarper`` (``min_tokens_to_keep=1``), so ties are broken the same way.
 
     Args:
@@ -116,10 +114,8 @@ def _check_prompt(model, idx, n_new, eos_id):
 def _window_input(out, n, L, caches, step):
     """The tokens to feed at this step: the last window of `out[:, :n]`, or only the newest token.
 
-    Without a cache, the last L = block_size tokens. With one, the newest token while
-    the
-    sequence fits the window; at the first step, and at every step once it no longer
-    fits, the
+    Without a cache, the last L = block_size tokens. With one, the newest token while the
+    sequence fits the window; at the first step, and at every step once it no longer fits, the
     cache is emptied and the last window is prefilled again (positions restart at 0).
     """
     if caches is not None and step > 0 and n <= L:
@@ -144,36 +140,25 @@ def generate(
 ):
     """Sample (or greedily decode) `max_new_tokens` tokens after the prompt `idx`.
 
-    Each step turns the last logits into a distribution the way `transformers` does:
-    divide by
-    the temperature beta, then top-k, then top-p, then softmax and sample.
-    ``temperature=0``
-    means greedy (argmax; top-k/top-p are then irrelevant). With `use_cache` the prompt
-    is
-    prefilled once into a preallocated `KVCache` per layer and each step feeds one
-    token;
+    Each step turns the last logits into a distribution the way `transformers` does: divide by
+    the temperature beta, then top-k, then top-p, then softmax and sample. ``temperature=0``
+    means greedy (argmax; top-k/top-p are then irrelevant). With `use_cache` the prompt is
+    prefilled once into a preallocated `KVCache` per layer and each step feeds one token;
     without it every step reruns the whole sequence (same tokens, slower).
 
-    A row that emits `eos_id` is finished: every later position of that row is filled
-    with
-    `eos_id`; generation stops early once all rows are finished, so the result can be
-    shorter
+    A row that emits `eos_id` is finished: every later position of that row is filled with
+    `eos_id`; generation stops early once all rows are finished, so the result can be shorter
     than ``T + max_new_tokens``.
 
-    The context window slides: the model always sees the last ``block_size`` tokens, as
-        if it
-    were rerun on that window at every step (positions 0 .. block_size - 1). Inside the
-    window
-    the cache saves work; past it, each step empties the cache and prefills the last
-    window
-    again, which is exact for learned positions and RoPE alike (a cache of keys computed
-    in an
+    The context window slides: the model always sees the last ``block_size`` tokens, as if it
+    were rerun on that window at every step (positions 0 .. block_size - 1). Inside the window
+    the cache saves work; past it, each step empties the cache and prefills the last window
+    again, which is exact for learned positions and RoPE alike (a cache of keys computed in an
     earlier window is not) but costs as much as the uncached path.
 
     Args:
         model: a `course_llm.gpt.GPT` (put it in eval mode yourself).
-        idx: prompt token ids, shape (batch, T), T >= 1 (a longer prompt than the window
-            is
+        idx: prompt token ids, shape (batch, T), T >= 1 (a longer prompt than the window is
             kept whole in the output; the model sees its last ``block_size`` tokens).
         max_new_tokens: tokens to add.
         temperature: beta >= 0 (0 = greedy).
@@ -184,8 +169,7 @@ def generate(
         generator: `torch.Generator` for reproducible sampling.
 
     Returns:
-        Tensor (batch, T + n) with the prompt followed by the n <= max_new_tokens new
-        tokens.
+        Tensor (batch, T + n) with the prompt followed by the n <= max_new_tokens new tokens.
 
     Example:
         >>> from course_llm.gpt import GPT, GPTConfig
@@ -303,17 +287,13 @@ def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
 def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penalty=0.0):
     """Beam search: keep the `beam_size` partial sequences of highest total log-probability.
 
-    Each step extends every beam by every token, ranks the k x k best candidates by
-    total
+    Each step extends every beam by every token, ranks the k x k best candidates by total
     log-probability sum_t log p(u_t | u_<t) and keeps the top k (the k best of all k V
-    extensions are among them). A candidate ending in `eos_id` becomes a finished
-    hypothesis;
+    extensions are among them). A candidate ending in `eos_id` becomes a finished hypothesis;
     the search stops when no running beam can beat the k-th finished one (with
     ``length_penalty <= 0``) or after `max_new_tokens`. Hypotheses are ranked by
-    log-probability / n^length_penalty, n = new tokens; with `length_penalty=0` and no
-    <EOS>
-    this is `transformers`' ``generate(num_beams=k, do_sample=False,
-    length_penalty=0.0)``.
+    log-probability / n^length_penalty, n = new tokens; with `length_penalty=0` and no <EOS>
+    this is `transformers`' ``generate(num_beams=k, do_sample=False, length_penalty=0.0)``.
     ``beam_size=1`` is greedy decoding.
 
     Args:
@@ -322,15 +302,12 @@ def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penal
         beam_size: k >= 1.
         max_new_tokens: at most this many new tokens.
         eos_id: end-of-sequence id, or None.
-        length_penalty: exponent alpha of the length normalisation, any finite number:
-            alpha > 0
-            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined
-            for both,
+        length_penalty: exponent alpha of the length normalisation, any finite number: alpha > 0
+            favours longer hypotheses, alpha < 0 shorter ones (the formula is defined for both,
             and `transformers` allows both); NaN and infinity are refused.
 
     Returns:
-        Tensor (batch, T + n): the best sequence of each row with its prompt; rows that
-            finished
+        Tensor (batch, T + n): the best sequence of each row with its prompt; rows that finished
         earlier are padded with `eos_id`.
 
     Example:

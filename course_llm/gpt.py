@@ -24,8 +24,7 @@ _all_ = ["GPT_DEFAULTS", "PRESETS", "GPTConfig"]
 def check_targets(name, targets, vocab_size, ignore_index=-100):
     """Check next-token targets: integer ids in [0, vocab_size), or `ignore_index` (not counted).
 
-    `F.cross_entropy` would fail deep inside torch on an out-of-range target (or, on a
-    GPU, with
+    `F.cross_entropy` would fail deep inside torch on an out-of-range target (or, on a GPU, with
     an asynchronous device assert); this names the argument instead.
 
     Example:
@@ -45,13 +44,10 @@ def check_targets(name, targets, vocab_size, ignore_index=-100):
 class GPT(nn.Module):
     """A decoder-only transformer language model: DTransformer (Phuong and Hutter 2022, Alg. 10).
 
-    Token ids u_1..u_T go through the token embedding A (`tok_emb`, stored as A^T, one
-    row per
+    Token ids u_1..u_T go through the token embedding A (`tok_emb`, stored as A^T, one row per
     token), plus learned positions W_p (`pos_emb`, if `position == "learned"` or
-    "sinusoidal"), then `n_layer` causal pre-LN `TransformerBlock`s (`blocks`), a final
-    norm
-    (`norm`), and the output projection B (`lm_head`), giving logits w_t = B v_t over
-    the
+    "sinusoidal"), then `n_layer` causal pre-LN `TransformerBlock`s (`blocks`), a final norm
+    (`norm`), and the output projection B (`lm_head`), giving logits w_t = B v_t over the
     vocabulary. With `tie_weights`, B = A^T: `lm_head.weight` *is* `tok_emb.weight`.
 
     Args:
@@ -108,8 +104,7 @@ class GPT(nn.Module):
         """Number of distinct parameters (a tied A = B^T counts once).
 
         Args:
-            exclude_embeddings: leave out the token and position tables (the convention
-                of the
+            exclude_embeddings: leave out the token and position tables (the convention of the
                 scaling-law papers), but keep an untied output projection.
         """
         n = sum(p.numel() for p in self.parameters())
@@ -140,12 +135,10 @@ class GPT(nn.Module):
 
         Args:
             idx: token ids, shape (batch, T).
-            kv_cache: optional sequence of `n_layer` per-layer caches, each with a
-                `length`
+            kv_cache: optional sequence of `n_layer` per-layer caches, each with a `length`
                 attribute (positions already cached) and ``update(k, v) -> (k, v)`` (see
                 `course_llm.attention.MultiHeadAttention`). The new tokens then sit at
-                positions ``length .. length + T - 1``, for learned positions and RoPE
-                alike.
+                positions ``length .. length + T - 1``, for learned positions and RoPE alike.
         """
         start = 0
         if kv_cache is not None:
@@ -173,22 +166,17 @@ class GPT(nn.Module):
 
         Args:
             idx: token ids u_1..u_T, shape (batch, T), T <= max_len.
-            targets: the next tokens u_2..u_{T+1}, already shifted (as
-                `course_llm.data.get_batch`
+            targets: the next tokens u_2..u_{T+1}, already shifted (as `course_llm.data.get_batch`
                 returns them), shape (batch, T); or None.
-            ignore_index: target value whose positions do not count in the loss
-                (padding,
+            ignore_index: target value whose positions do not count in the loss (padding,
                 prompt tokens).
             kv_cache: per-layer caches for incremental decoding (see `features`).
 
         Returns:
-            ``(logits, loss)``: logits of shape (batch, T, vocab_size) and the mean loss
-            over
-            the counted positions (a scalar), or None when `targets` is None. In
-            training mode
+            ``(logits, loss)``: logits of shape (batch, T, vocab_size) and the mean loss over
+            the counted positions (a scalar), or None when `targets` is None. In training mode
             a model with MoE blocks (``n_expert > 0``) adds `aux_loss()`, their weighted
-            load-balancing and z-losses, to it; in eval mode the loss is the
-            cross-entropy alone.
+            load-balancing and z-losses, to it; in eval mode the loss is the cross-entropy alone.
         """
         if targets is not None:
             check_int("ignore_index", ignore_index)
@@ -218,8 +206,7 @@ class GPT(nn.Module):
         """The MoE blocks' auxiliary losses from the last forward pass, summed over layers.
 
         Each block contributes balance_loss_coef * balance + z_loss_coef * z (see
-        `course_llm.layers.TransformerBlock`); a dense model, or one not yet run, gives
-        0.
+        `course_llm.layers.TransformerBlock`); a dense model, or one not yet run, gives 0.
         """
         losses = [b.aux_loss for b in self.blocks if b.aux_loss is not None]
         return torch.stack(losses).sum() if losses else torch.zeros(())
@@ -228,20 +215,16 @@ class GPT(nn.Module):
     def from_hf(cls, model):
         """A `GPT` with the weights (and therefore the function) of a `transformers` causal LM.
 
-        Accepts `GPT2LMHeadModel` (tied or not) and `LlamaForCausalLM` (any number of
-        key/value
-        heads, any `rope_theta`, tied or not; default RoPE only). The weights are
-        copied, on the
-        model's device and dtype. Dropout is set to 0: call `.train()` and set
-        `config.dropout`
+        Accepts `GPT2LMHeadModel` (tied or not) and `LlamaForCausalLM` (any number of key/value
+        heads, any `rope_theta`, tied or not; default RoPE only). The weights are copied, on the
+        model's device and dtype. Dropout is set to 0: call `.train()` and set `config.dropout`
         yourself if you fine-tune with dropout.
 
         Args:
             model: the Hugging Face model.
 
         Returns:
-            A `GPT` in training mode (like a freshly built module); call `.eval()` to
-            compare outputs.
+            A `GPT` in training mode (like a freshly built module); call `.eval()` to compare outputs.
 
         Example:
             >>> import transformers
@@ -258,10 +241,8 @@ class GPT(nn.Module):
     def to_hf(self):
         """The same network as a `transformers` `GPT2LMHeadModel` or `LlamaForCausalLM`.
 
-        Works for gpt2-style configs (learned positions, LayerNorm, MLP, biases, as many
-        key/value
-        heads as query heads) and llama-style ones (RoPE, RMSNorm, SwiGLU, no biases);
-        raises
+        Works for gpt2-style configs (learned positions, LayerNorm, MLP, biases, as many key/value
+        heads as query heads) and llama-style ones (RoPE, RMSNorm, SwiGLU, no biases); raises
         ValueError for other combinations, which neither class can express.
 
         Example:
@@ -277,12 +258,9 @@ class GPT(nn.Module):
 def count_parameters(config):
     """Number of parameters of `GPT(config)`, in closed form (nothing is allocated).
 
-    Per block: the attention projections d (H + 2 H_kv) d_head + H d_head d, the FFN's
-        two (MLP)
-    or three (gated) d x d_ff matrices, two norms; plus the token embedding A (counted
-    twice
-    when the output projection B is not tied to it), learned positions, and the final
-    norm.
+    Per block: the attention projections d (H + 2 H_kv) d_head + H d_head d, the FFN's two (MLP)
+    or three (gated) d x d_ff matrices, two norms; plus the token embedding A (counted twice
+    when the output projection B is not tied to it), learned positions, and the final norm.
 
     Args:
         config: a `GPTConfig`.
@@ -324,12 +302,9 @@ def count_parameters(config):
 def causal_lm_loss(logits, tokens, ignore_index=-100):
     """The causal LM loss: mean of -log p(u_{t+1} | u_1..u_t) over t = 1..T-1 and the batch.
 
-    Takes the logits at every position and the *unshifted* tokens (the Hugging Face
-    `labels`
-    convention): position t's logits predict token t + 1, so the last position has no
-        target
-    and the first token is never predicted. Targets equal to `ignore_index` do not
-    count.
+    Takes the logits at every position and the *unshifted* tokens (the Hugging Face `labels`
+    convention): position t's logits predict token t + 1, so the last position has no target
+    and the first token is never predicted. Targets equal to `ignore_index` do not count.
 
     Args:
         logits: shape (batch, T, vocab_size).
@@ -370,24 +345,18 @@ def causal_lm_loss(logits, tokens, ignore_index=-100):
 class GPTClassifier(nn.Module):
     """GPT-1's fine-tuning head: read the final hidden state at an <Extract> token.
 
-    Each input x becomes (<Start>, tau(x), <Extract>); the model is causal, so only the
-    last
-    position has seen the whole text, and its hidden state w_L (after the final norm)
-    goes through
-    a linear layer. The body, the head and the embeddings of the two special tokens all
-    train.
+    Each input x becomes (<Start>, tau(x), <Extract>); the model is causal, so only the last
+    position has seen the whole text, and its hidden state w_L (after the final norm) goes through
+    a linear layer. The body, the head and the embeddings of the two special tokens all train.
     Inputs are ragged lists of id tensors, as for the classifiers of chapter 03, so
     `course_llm.bow.train_classifier` and `accuracy` work unchanged.
 
     Args:
-        gpt: a (pre-trained) `GPT`; its vocabulary must contain `start_id` and
-            `extract_id`.
+        gpt: a (pre-trained) `GPT`; its vocabulary must contain `start_id` and `extract_id`.
         start_id: id of <Start>.
         extract_id: id of <Extract>.
-        pad_id: id used to right-pad the batch (never attended to by the <Extract>
-            token).
-        n_classes: 1 for a binary classifier returning one logit per text, else the
-            number of
+        pad_id: id used to right-pad the batch (never attended to by the <Extract> token).
+        n_classes: 1 for a binary classifier returning one logit per text, else the number of
             classes.
 
     Example:

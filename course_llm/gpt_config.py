@@ -19,26 +19,21 @@ GPT_DEFAULTS = dict(
 class GPTConfig(TransformerConfig):
     """Hyperparameters of a decoder-only transformer (the DTransformer of Phuong and Hutter, 2022).
 
-    A `TransformerConfig` (the block's switches, with their meaning from chapter 06:
-    `d_model`,
+    A `TransformerConfig` (the block's switches, with their meaning from chapter 06: `d_model`,
     `n_head`, `n_kv_head`, `d_head`, `d_ff`, `norm`, `norm_eps`, `ffn`, `activation`,
     `position`, `rope_base`, `max_len`, `bias`, `dropout`, the mixture-of-experts fields
     `n_expert`, `top_k_expert`, ...) plus the fields of the whole
     model below. The blocks are always pre-LN and causal. The defaults are GPT-2 small's
-    (`GPT_DEFAULTS`: d_model 768, 12 heads, tanh-GELU). Use `GPTConfig.gpt2_style(...)`
-    and
-    `GPTConfig.llama_style(...)` for the two families, and `GPTConfig.preset(name)` for
-    the
-    published full-size models. `block_size`, the old name of `max_len` (the context
-    window
+    (`GPT_DEFAULTS`: d_model 768, 12 heads, tanh-GELU). Use `GPTConfig.gpt2_style(...)` and
+    `GPTConfig.llama_style(...)` for the two families, and `GPTConfig.preset(name)` for the
+    published full-size models. `block_size`, the old name of `max_len` (the context window
     l_max), is accepted as a keyword and an attribute for one release.
 
     Attributes:
         vocab_size: number of tokens N_V (n in chapter 07's notation).
         n_layer: number of transformer blocks L.
         tie_weights: share the output projection with the token embedding, B = A^T.
-        init_std: standard deviation of the normal initialisation (residual projections
-            get
+        init_std: standard deviation of the normal initialisation (residual projections get
             init_std / sqrt(2 n_layer), as in GPT-2).
 
     Example:
@@ -87,8 +82,7 @@ class GPTConfig(TransformerConfig):
     def gpt2_style(cls, **overrides):
         """GPT-2's choices: learned positions, LayerNorm, tanh-GELU MLP, biases, tied output.
 
-        Defaults to a tiny size for the book (2 layers, d=64); pass any field to change
-        it.
+        Defaults to a tiny size for the book (2 layers, d=64); pass any field to change it.
         """
         kw = dict(
             vocab_size=256,
@@ -110,8 +104,7 @@ class GPTConfig(TransformerConfig):
     def llama_style(cls, **overrides):
         """Llama's choices: RoPE, RMSNorm, SwiGLU, no biases, grouped-query attention, untied.
 
-        Defaults to a tiny size for the book (2 layers, d=64, 4 query and 2 key/value
-        heads).
+        Defaults to a tiny size for the book (2 layers, d=64, 4 query and 2 key/value heads).
         """
         kw = dict(
             vocab_size=256,

@@ -28,17 +28,12 @@ from .ppo import check_rl_models, token_logprobs
 def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):
     """GRPO's group-relative advantages: A_i = (r_i - mean_g r) / (std_g r + eps), one per response.
 
-    The rewards come in consecutive groups of `group_size` responses to the same prompt;
-    each
-    response is scored against the others of its group, so the group mean replaces PPO's
-    value
+    The rewards come in consecutive groups of `group_size` responses to the same prompt; each
+    response is scored against the others of its group, so the group mean replaces PPO's value
     model as the baseline. The std is the unbiased (n - 1) sample std of the group, as
-    ``torch.std`` and TRL's ``GRPOTrainer`` compute it, and ``eps = 1e-4`` keeps the
-    division
-    finite. A group whose rewards are all equal carries no signal and gets advantages
-    exactly 0.
-    ``normalize_std=False`` drops the division (Dr. GRPO's choice): A_i = r_i - mean_g
-    r.
+    ``torch.std`` and TRL's ``GRPOTrainer`` compute it, and ``eps = 1e-4`` keeps the division
+    finite. A group whose rewards are all equal carries no signal and gets advantages exactly 0.
+    ``normalize_std=False`` drops the division (Dr. GRPO's choice): A_i = r_i - mean_g r.
 
     Args:
         rewards: float tensor (n_groups * group_size,), finite.
@@ -119,18 +114,14 @@ def grpo_loss(
 ):
     """The GRPO objective of DeepSeekMath, negated to be minimised.
 
-    Per response token t of sequence i, with the ratio rho = exp(logprobs -
-    old_logprobs) and
+    Per response token t of sequence i, with the ratio rho = exp(logprobs - old_logprobs) and
     d = ref_logprobs - logprobs::
 
         L_it = -( min(rho A_i, clip(rho, 1 - eps, 1 + eps) A_i) - beta k3_it )
-        k3_it = exp(d) - d - 1      (unbiased, non-negative estimate of KL(pi_theta ||
-        pi_ref))
+        k3_it = exp(d) - d - 1      (unbiased, non-negative estimate of KL(pi_theta || pi_ref))
 
-    ``aggregate="sequence"`` averages over each sequence's response tokens, then over
-    the batch
-    (DeepSeekMath's 1/G sum_i 1/len(o_i) sum_t); ``"token"`` averages over all response
-    tokens of
+    ``aggregate="sequence"`` averages over each sequence's response tokens, then over the batch
+    (DeepSeekMath's 1/G sum_i 1/len(o_i) sum_t); ``"token"`` averages over all response tokens of
     the batch at once (DAPO's token-level loss; Dr. GRPO divides by a constant instead).
     `old_logprobs` and `ref_logprobs` are treated as constants (detached).
 
@@ -144,8 +135,7 @@ def grpo_loss(
         beta: weight of the KL penalty, >= 0.
         aggregate: ``"sequence"`` or ``"token"``.
         return_stats: also return a dict of floats: ``kl`` (mean k3 per response token),
-            ``clip_frac`` (fraction of response tokens whose ratio was clipped) and
-            ``ratio``
+            ``clip_frac`` (fraction of response tokens whose ratio was clipped) and ``ratio``
             (mean ratio).
 
     Returns:
@@ -188,13 +178,11 @@ def grpo_loss(
 def response_mask(responses, eos_id):
     """True at each response token up to and including the first `eos_id` (the tokens sampled).
 
-    `course_llm.generate.generate` fills a row with `eos_id` after it ends; those fill
-    tokens
+    `course_llm.generate.generate` fills a row with `eos_id` after it ends; those fill tokens
     were not sampled and must not count in the loss.
 
     Args:
-        responses: integer tensor (B, n) of generated tokens (the prompt removed), n >=
-            1.
+        responses: integer tensor (B, n) of generated tokens (the prompt removed), n >= 1.
         eos_id: the end-of-sequence token id, >= 0.
 
     Returns:
@@ -264,10 +252,8 @@ class GRPOTrainer:
     Args:
         policy: the `GPT` to train (in place; start from a copy of the SFT model).
         ref: the frozen reference `GPT` (the SFT model).
-        reward_fn: ``reward_fn(prompts, responses) -> rewards``, with prompts (N, P)
-            (each prompt
-            repeated G times), responses (N, n) as `generate` returns them (the end
-            token and the
+        reward_fn: ``reward_fn(prompts, responses) -> rewards``, with prompts (N, P) (each prompt
+            repeated G times), responses (N, n) as `generate` returns them (the end token and the
             fill after it included) and rewards a float tensor (N,).
         eos_id: the token that ends a response.
         config: a `GRPOConfig`.

@@ -56,10 +56,8 @@ def permutation_parity(perm):
 def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
     """Sequences of demonstrations x_1 f(x_1) ... x_K f(x_K) of a fresh random bijection f per row.
 
-    Keys are tokens 0..n-1 and values n..2n-1 (vocabulary 2n). Each row draws its own
-    permutation f
-    of the given parity (0 even, 1 odd: disjoint task sets for training and evaluation)
-        and K keys
+    Keys are tokens 0..n-1 and values n..2n-1 (vocabulary 2n). Each row draws its own permutation f
+    of the given parity (0 even, 1 odd: disjoint task sets for training and evaluation) and K keys
     uniformly with replacement.
 
     Args:
@@ -70,8 +68,7 @@ def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
         generator: optional `torch.Generator`.
 
     Returns:
-        ``(seq, targets)``: seq (B, 2K) token ids; targets (B, 2K) equal to seq at value
-        positions
+        ``(seq, targets)``: seq (B, 2K) token ids; targets (B, 2K) equal to seq at value positions
         and -100 at key positions (the unshifted labels of `causal_lm_loss`).
 
     Example:
@@ -122,14 +119,12 @@ def fit_answers(
 ):
     """Train `model` with AdamW on fresh batches, loss only where the targets are not -100.
 
-    A thin wrapper of `course_llm.optim.fit` (betas 0.9/0.95, a cosine schedule from
-    `max_lr`
+    A thin wrapper of `course_llm.optim.fit` (betas 0.9/0.95, a cosine schedule from `max_lr`
     down to `max_lr / 10`); the model is left in eval mode.
 
     Args:
         model: a `course_llm.gpt.GPT`.
-        batch_fn: callable returning ``(seq, targets)`` as `mapping_batch` does
-            (unshifted labels).
+        batch_fn: callable returning ``(seq, targets)`` as `mapping_batch` does (unshifted labels).
         steps: optimizer steps.
         max_lr: peak learning rate of the cosine schedule (min_lr = max_lr / 10).
         warmup_steps: linear warmup steps (at most ``steps - 1`` are used).
@@ -178,21 +173,16 @@ def fit_answers(
 def accuracy_by_shots(model, seq, targets=None):
     """Greedy accuracy of the k-th answer of every row, for k = 0, 1, ...: entry k = k shots before.
 
-    An answer is a run of consecutive positions where `targets` is not -100 (one value
-    token in
-    `mapping_batch`, an output string and its ``;`` in `rule_batch`). It counts as right
-    only if the
-    argmax is right at every one of its positions; with the true earlier tokens fed in
-    (teacher
+    An answer is a run of consecutive positions where `targets` is not -100 (one value token in
+    `mapping_batch`, an output string and its ``;`` in `rule_batch`). It counts as right only if the
+    argmax is right at every one of its positions; with the true earlier tokens fed in (teacher
     forcing) that is exactly whether greedy decoding would write the whole answer.
 
     Args:
         model: a trained `GPT`.
         seq: (B, T) token ids.
-        targets: (B, T) labels as returned with `seq`, -100 where nothing is asked; None
-            means the
-            `mapping_batch` layout (the answers are the tokens at odd positions). Every
-            row must hold
+        targets: (B, T) labels as returned with `seq`, -100 where nothing is asked; None means the
+            `mapping_batch` layout (the answers are the tokens at odd positions). Every row must hold
             the same number of answers, and position 0 (never predicted) must be -100.
 
     Returns:
@@ -361,35 +351,26 @@ def _check_rules(rules, n_letters):
 def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3):
     """Few-shot prompts of string rules: ``x_1 -> y_1 ; ... x_K -> y_K ; x_q -> y_q ;``, one task per row.
 
-    Each row draws one spec from `rules` (uniformly), the task's parameter if the spec
-    leaves it
-    random, and ``n_shots + 1`` input strings of `length` distinct letters; the outputs
-    are the
-    rule applied to them (`STRING_RULES`). The last pair is the query, but every answer
-    counts: the
-    answer of pair k (0-based) is a k-shot query. Tokens: letters 0..n_letters-1, then
-    ``->`` =
-    n_letters, ``;`` = n_letters + 1 and padding = n_letters + 2 (rows whose outputs are
-    shorter
+    Each row draws one spec from `rules` (uniformly), the task's parameter if the spec leaves it
+    random, and ``n_shots + 1`` input strings of `length` distinct letters; the outputs are the
+    rule applied to them (`STRING_RULES`). The last pair is the query, but every answer counts: the
+    answer of pair k (0-based) is a k-shot query. Tokens: letters 0..n_letters-1, then ``->`` =
+    n_letters, ``;`` = n_letters + 1 and padding = n_letters + 2 (rows whose outputs are shorter
     are padded at the end), so the vocabulary has n_letters + 3 tokens.
 
     Args:
         batch_size: rows B.
         n_shots: K, demonstrations before the query (K + 1 pairs per row).
-        rules: list of rule specs: a name of `STRING_RULES` ('reverse') or a pair (name,
-            param):
+        rules: list of rule specs: a name of `STRING_RULES` ('reverse') or a pair (name, param):
             ('shift', k) with k in 1..n_letters-1, ('shift', None) a fresh k per task,
-            ('substitute', parity) a fresh random letter permutation of parity 0/1
-            (None: any).
+            ('substitute', parity) a fresh random letter permutation of parity 0/1 (None: any).
         generator: optional `torch.Generator`.
         n_letters: alphabet size A.
         length: letters per input string (2..A).
 
     Returns:
-        ``(seq, targets)``: seq (B, T) token ids; targets (B, T) equal to seq on every
-        output
-        string and its closing ``;``, -100 elsewhere (the unshifted labels of
-        `causal_lm_loss`).
+        ``(seq, targets)``: seq (B, T) token ids; targets (B, T) equal to seq on every output
+        string and its closing ``;``, -100 elsewhere (the unshifted labels of `causal_lm_loss`).
 
     Example:
         >>> seq, targets = rule_batch(1, 1, ["reverse"], torch.Generator().manual_seed(0))
@@ -447,13 +428,11 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
     Args:
         batch_size: rows B.
         n_bits: n.
-        chain_of_thought: if True the answer is p_1..p_n with p_i = b_1 xor ... xor b_i;
-            else only p_n.
+        chain_of_thought: if True the answer is p_1..p_n with p_i = b_1 xor ... xor b_i; else only p_n.
         generator: optional `torch.Generator`.
 
     Returns:
-        ``(seq, targets, y)``: seq (B, n + 1 + answer length) over the vocabulary {0, 1,
-        EQUALS};
+        ``(seq, targets, y)``: seq (B, n + 1 + answer length) over the vocabulary {0, 1, EQUALS};
         targets = seq with the prompt set to -100; y (B,) the parity.
 
     Example:
@@ -478,8 +457,7 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
 def final_answer_accuracy(model, seq, y, n_prompt):
     """Greedy-decode after the first `n_prompt` tokens of `seq` and score the last token against y.
 
-    The model writes as many tokens as `seq` has after the prompt (its steps, if any,
-    then the answer).
+    The model writes as many tokens as `seq` has after the prompt (its steps, if any, then the answer).
 
     Example:
         >>> from course_llm.gpt import GPTConfig

@@ -13,17 +13,14 @@ from .core import check_same_shape, check_tensor, check_token_ids
 class KVCache:
     """A preallocated key/value cache for one attention layer (chapter 08's KV cache).
 
-    Keys and values of shape (batch, n_kv_head, max_length, d_head) are allocated once;
-    each
-    ``update(k, v)`` writes the new positions in place and returns views of everything
-    cached so
+    Keys and values of shape (batch, n_kv_head, max_length, d_head) are allocated once; each
+    ``update(k, v)`` writes the new positions in place and returns views of everything cached so
     far. With grouped-query attention only the `n_kv_head` key/value heads are stored.
 
     Args:
         batch_size: sequences decoded together.
         n_kv_head: key/value heads of the layer.
-        max_length: positions to allocate (prompt plus new tokens, at most the context
-            window).
+        max_length: positions to allocate (prompt plus new tokens, at most the context window).
         d_head: width of each head.
         device: device of the buffers.
         dtype: dtype of the buffers (the model's).
@@ -106,10 +103,8 @@ class KVCache:
 class CrossCache:
     """The encoder's keys and values for cross-attention, projected once and reused at every step.
 
-    Pass it as `cache` to a cross-attention call of `MultiHeadAttention`: the first call
-    stores
-    W^K z and W^V z, later calls read them (the encoder output z does not change while
-    the
+    Pass it as `cache` to a cross-attention call of `MultiHeadAttention`: the first call stores
+    W^K z and W^V z, later calls read them (the encoder output z does not change while the
     decoder generates).
 
     Example:
@@ -141,8 +136,7 @@ def make_kv_cache(model, batch_size, max_length=None):
         model: a `GPT`.
         batch_size: sequences decoded together.
         max_length: positions per cache, in [1, block_size] (default: the context window
-            `block_size`; a cache longer than the window would hold positions the model
-            has no
+            `block_size`; a cache longer than the window would hold positions the model has no
             encoding for).
 
     Example:

@@ -92,19 +92,15 @@ class ConfigAlias:
 def init_config(config, kwargs, defaults=None):
     """Fill the fields of a dataclass `config` from keywords, then validate it.
 
-    For the model configs, whose ``__init__(self, **kwargs)`` also accepts the old names
-    of
-    their fields (class attributes that are `ConfigAlias`es). Each keyword must be a
-    field or
+    For the model configs, whose ``__init__(self, **kwargs)`` also accepts the old names of
+    their fields (class attributes that are `ConfigAlias`es). Each keyword must be a field or
     an alias of one, and a field named twice must get one value; fields not given take
-    ``defaults[name]``, else their declared default. Finally ``config.__post_init__()``
-    runs.
+    ``defaults[name]``, else their declared default. Finally ``config.__post_init__()`` runs.
 
     Args:
         config: the dataclass instance being initialised.
         kwargs: the keywords given to ``__init__``.
-        defaults: optional dict of defaults that replace the declared ones (a
-            subclass's).
+        defaults: optional dict of defaults that replace the declared ones (a subclass's).
 
     Example:
         >>> cfg = TransformerConfig(d_model=64, n_head=4)
@@ -142,15 +138,13 @@ def init_config(config, kwargs, defaults=None):
 class TransformerConfig:
     """The switches of a transformer block (and of the models built from it).
 
-    The names are the ones every model config of the course uses (`GPTConfig` extends
-    this
+    The names are the ones every model config of the course uses (`GPTConfig` extends this
     class; `BERTConfig`, `T5Config` and `ViTConfig` build one with `block_config()`).
 
     Attributes:
         d_model: width d of the residual stream.
         n_head: number of query heads H.
-        n_kv_head: key/value heads (None = n_head; 1 = multi-query; in between =
-            grouped-query).
+        n_kv_head: key/value heads (None = n_head; 1 = multi-query; in between = grouped-query).
         d_head: width of each head (None = d_model // n_head).
         d_ff: FFN hidden width (None = 4 d for "mlp", `glu_hidden_dim(d)` for "glu").
         norm: "layer" (LayerNorm) or "rms" (RMSNorm).
@@ -163,21 +157,17 @@ class TransformerConfig:
         pre_norm: pre-LN (True) or post-LN (False).
         bias: biases in the attention and FFN projections (and LayerNorm's beta).
         causal: causal self-attention.
-        cross_attention: add a cross-attention sub-layer (encoder-decoder decoder
-            block).
+        cross_attention: add a cross-attention sub-layer (encoder-decoder decoder block).
         d_context: width of the encoder output for cross-attention (None = d_model).
         dropout: dropout on attention weights and on each sub-layer's output.
         attention_scale: score multiplier (None = 1/sqrt(d_head); T5 uses 1).
-        fused_qkv: one matrix product for self-attention's q, k, v (faster; rounds
-            differently).
-        n_expert: 0 for a dense FFN; E >= 1 for a mixture of E experts, each the FFN
-            that
+        fused_qkv: one matrix product for self-attention's q, k, v (faster; rounds differently).
+        n_expert: 0 for a dense FFN; E >= 1 for a mixture of E experts, each the FFN that
             `ffn`, `activation` and `d_ff` describe (`course_llm.moe.MoE`, chapter 19).
         top_k_expert: experts per token k of the mixture (1 <= k <= n_expert).
         capacity_factor: slots per expert of the mixture, as a multiple of an even share
             (None = no limit; see `course_llm.moe.expert_capacity`).
-        balance_loss_coef: weight alpha of the load-balancing loss (Switch Transformer:
-            0.01).
+        balance_loss_coef: weight alpha of the load-balancing loss (Switch Transformer: 0.01).
         z_loss_coef: weight of the router z-loss (ST-MoE: 0.001).
 
     Example:
@@ -268,20 +258,15 @@ class TransformerConfig:
 class TransformerBlock(nn.Module):
     """One transformer layer: (causal) self-attention, optional cross-attention, FFN, residuals.
 
-    Pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)). Post-LN: LN(x + MHA(x)), then LN(x +
-    FFN(x)).
-    Submodules: `attn`, `norm1`; `cross_attn`, `norm_cross` (if cross_attention); `ffn`,
-        `norm2`;
-    `rope` (if position == "rope"). With ``n_expert > 0`` the FFN is a
-    `course_llm.moe.MoE`,
+    Pre-LN: x + MHA(LN(x)), then x + FFN(LN(x)). Post-LN: LN(x + MHA(x)), then LN(x + FFN(x)).
+    Submodules: `attn`, `norm1`; `cross_attn`, `norm_cross` (if cross_attention); `ffn`, `norm2`;
+    `rope` (if position == "rope"). With ``n_expert > 0`` the FFN is a `course_llm.moe.MoE`,
     and each forward pass sets `moe_aux` (its aux dict) and `aux_loss`, the weighted sum
     balance_loss_coef * aux["balance"] + z_loss_coef * aux["z"] that a model adds to its
     training loss (both None for a dense FFN).
 
-    GPT, BERT, T5 and ViT all stack this block; what differs between them is only the
-    config
-    (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5: RMSNorm, no biases,
-    unscaled
+    GPT, BERT, T5 and ViT all stack this block; what differs between them is only the config
+    (GPT-2: pre-LN, causal; BERT: post-LN with eps 1e-12; T5: RMSNorm, no biases, unscaled
     attention whose relative position bias arrives as an additive `mask`; ViT: pre-LN,
     bidirectional).
 
@@ -373,19 +358,14 @@ class TransformerBlock(nn.Module):
 
         Args:
             x: input (batch, L, d_model).
-            mask: self-attention mask (True = may attend, or additive float, e.g. T5's
-                relative
-                position bias), broadcastable to (batch, n_head, L, L); combined with
-                the causal
+            mask: self-attention mask (True = may attend, or additive float, e.g. T5's relative
+                position bias), broadcastable to (batch, n_head, L, L); combined with the causal
                 mask if the block is causal.
             context: encoder output (batch, S, d_context) for cross-attention blocks.
-            context_mask: mask for the cross-attention, broadcastable to (batch, n_head,
-                L, S).
-            positions: token positions for RoPE, (L,) or (batch, L); default from the
-                cache.
+            context_mask: mask for the cross-attention, broadcastable to (batch, n_head, L, S).
+            positions: token positions for RoPE, (L,) or (batch, L); default from the cache.
             cache: optional KV cache for the self-attention (see `MultiHeadAttention`).
-            context_cache: optional `CrossCache` holding the cross-attention's keys and
-                values.
+            context_cache: optional `CrossCache` holding the cross-attention's keys and values.
 
         Returns:
             A tensor of shape (batch, L, d_model).

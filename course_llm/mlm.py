@@ -24,11 +24,9 @@ def mask_tokens(
     """BERT's masking: select each ordinary token with probability `mlm_probability`; of the
     selected, 80% become `mask_id`, 10% a uniformly random token, 10% stay unchanged.
 
-    Special tokens ([CLS], [SEP] and the padding id: pass them all in `special_ids`) are
-        never
+    Special tokens ([CLS], [SEP] and the padding id: pass them all in `special_ids`) are never
     selected. The random draws are made in the same order as Hugging Face's
-    `DataCollatorForLanguageModeling.torch_mask_tokens`, so the same seeded generator
-    gives the
+    `DataCollatorForLanguageModeling.torch_mask_tokens`, so the same seeded generator gives the
     same result.
 
     Args:
@@ -40,8 +38,7 @@ def mask_tokens(
         generator: optional `torch.Generator` on the device of `input_ids`.
 
     Returns:
-        (inputs, labels): the corrupted ids, and the original ids at selected positions
-        with
+        (inputs, labels): the corrupted ids, and the original ids at selected positions with
         -100 (ignored by the loss) everywhere else.
 
     Example:
@@ -105,16 +102,12 @@ def mask_tokens(
 def nsp_pairs(sentences, n_pairs, generator=None):
     """Sentence pairs for next-sentence prediction: half true successors, half random sentences.
 
-    A pair starts at a random sentence `a = sentences[i]` (i < len - 1). With
-    probability 1/2,
-    `b = sentences[i + 1]` and `is_next = True`; otherwise `b` is a sentence drawn
-    uniformly from
-    all the others except the true successor (and any sentence equal to it), `is_next =
-    False`.
+    A pair starts at a random sentence `a = sentences[i]` (i < len - 1). With probability 1/2,
+    `b = sentences[i + 1]` and `is_next = True`; otherwise `b` is a sentence drawn uniformly from
+    all the others except the true successor (and any sentence equal to it), `is_next = False`.
 
     Args:
-        sentences: a sequence (list) of at least 3 sentences, in document order; each
-            may be a
+        sentences: a sequence (list) of at least 3 sentences, in document order; each may be a
             string or a list of token ids.
         n_pairs: number of pairs to draw.
         generator: optional CPU `torch.Generator`.
@@ -166,16 +159,13 @@ def nsp_pairs(sentences, n_pairs, generator=None):
 def pack_pair(a, b, max_len, cls_id, sep_id):
     """`[CLS] a [SEP] b [SEP]` and its segment ids (0 for [CLS], a and the first [SEP]; 1 after).
 
-    If the pair is longer than `max_len`, tokens are cut from the end of the *longer*
-    segment,
-    one at a time (Hugging Face's "longest_first"), so both segments keep as many tokens
-    as
+    If the pair is longer than `max_len`, tokens are cut from the end of the *longer* segment,
+    one at a time (Hugging Face's "longest_first"), so both segments keep as many tokens as
     possible and neither is ever dropped entirely.
 
     Args:
         a, b: lists of token ids (each non-empty).
-        max_len: maximum length of the packed sequence (at least 5: 3 specials + one
-            token each).
+        max_len: maximum length of the packed sequence (at least 5: 3 specials + one token each).
         cls_id, sep_id: ids of [CLS] and [SEP].
 
     Returns:
@@ -210,16 +200,13 @@ def pack_pairs(pairs, max_len, cls_id, sep_id, pad_id):
     """A padded batch of NSP pairs for `BERTForPreTraining`.
 
     Args:
-        pairs: `(a, b, is_next)` tuples with `a`, `b` lists of token ids (see
-            `nsp_pairs`).
+        pairs: `(a, b, is_next)` tuples with `a`, `b` lists of token ids (see `nsp_pairs`).
         max_len: maximum sequence length (see `pack_pair` for the truncation rule).
         cls_id, sep_id, pad_id: ids of [CLS], [SEP] and padding.
 
     Returns:
-        dict of (B, T) long tensors `input_ids`, `token_type_ids`, `attention_mask` (1 =
-        real
-        token), padded to the longest pair, and `next_sentence_label` (B,): 0 if b
-        follows a,
+        dict of (B, T) long tensors `input_ids`, `token_type_ids`, `attention_mask` (1 = real
+        token), padded to the longest pair, and `next_sentence_label` (B,): 0 if b follows a,
         1 if b is random (the convention of BERT and Hugging Face).
 
     Example:
@@ -247,8 +234,7 @@ def pack_pairs(pairs, max_len, cls_id, sep_id, pad_id):
 class MLMHead(nn.Module):
     """Masked-LM head: dense + GELU + LayerNorm, then a decoder tied to the word embeddings.
 
-    The decoder's weight *is* the token embedding table W_e (tied, no copy) and it has
-    its own
+    The decoder's weight *is* the token embedding table W_e (tied, no copy) and it has its own
     bias, so logits = LN(GELU(h W_t^T + b_t)) W_e^T + b.
 
     Example:
@@ -278,8 +264,7 @@ class MLMHead(nn.Module):
 class NSPHead(nn.Module):
     """Next-sentence head: pool the [CLS] state (dense + tanh), then a 2-way linear classifier.
 
-    Logit 0 is "b follows a", logit 1 "b is random". (Hugging Face keeps the pooler
-    inside
+    Logit 0 is "b follows a", logit 1 "b is random". (Hugging Face keeps the pooler inside
     `BertModel`; here it belongs to the head that uses it.)
 
     Example:
@@ -325,11 +310,9 @@ class BERTForPreTraining(nn.Module):
     ):
         """(MLM logits (B, T, vocab_size), NSP logits (B, 2)).
 
-        `mlm_positions`, an optional (B, T) bool tensor (usually `labels != -100`),
-        computes the
+        `mlm_positions`, an optional (B, T) bool tensor (usually `labels != -100`), computes the
         MLM logits only there, as an (N, vocab_size) tensor: the decoder over the whole
-        vocabulary is the most expensive layer of a small BERT, and only ~15% of
-        positions
+        vocabulary is the most expensive layer of a small BERT, and only ~15% of positions
         carry loss.
         """
         h = self.bert(
@@ -397,8 +380,7 @@ def pretraining_loss(
     Args:
         mlm_logits: (B, T, V), or (N, V) at chosen positions only.
         nsp_logits: (B, 2).
-        labels: (B, T) original ids at selected positions, -100 elsewhere (from
-            `mask_tokens`),
+        labels: (B, T) original ids at selected positions, -100 elsewhere (from `mask_tokens`),
             or (N,) matching (N, V) logits.
         next_sentence_label: (B,) 0 = b follows a, 1 = b is random.
         return_parts: also return the two terms.

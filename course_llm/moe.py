@@ -32,10 +32,8 @@ EXPERT_ACTIVATIONS = {
 def expert_capacity(n_tokens, n_expert, top_k, capacity_factor):
     """Slots per expert: C = ceil(capacity_factor * n_tokens * top_k / n_expert).
 
-    Each of the ``n_tokens * top_k`` token-expert assignments needs a slot; with a
-    perfectly
-    even router every expert gets ``n_tokens * top_k / n_expert`` of them, and the
-    capacity
+    Each of the ``n_tokens * top_k`` token-expert assignments needs a slot; with a perfectly
+    even router every expert gets ``n_tokens * top_k / n_expert`` of them, and the capacity
     factor is the headroom above that (Switch Transformer uses 1.0 to 1.25 in training).
 
     Example:
@@ -55,17 +53,13 @@ def route(logits, top_k, renormalize=None):
     Args:
         logits: router logits h(x), shape (n_tokens, n_expert).
         top_k: experts per token, k (1 <= k <= n_expert).
-        renormalize: divide the k kept probabilities by their sum (Mixtral, GShard);
-            None means
-            ``top_k > 1``, so top-1 keeps the raw probability p_i(x) as Switch does
-            (with k = 1
+        renormalize: divide the k kept probabilities by their sum (Mixtral, GShard); None means
+            ``top_k > 1``, so top-1 keeps the raw probability p_i(x) as Switch does (with k = 1
             renormalising would make every gate 1 and cut the router off from the loss).
 
     Returns:
-        ``(probs, gates, experts)``: probs (n_tokens, n_expert) the softmax p(x); gates
-        and
-        experts (n_tokens, k), the weights and indices of the chosen experts, best
-        first.
+        ``(probs, gates, experts)``: probs (n_tokens, n_expert) the softmax p(x); gates and
+        experts (n_tokens, k), the weights and indices of the chosen experts, best first.
 
     Example:
         >>> probs, gates, experts = route(torch.tensor([[0.0, 1.0, 2.0]]), top_k=2)
@@ -88,8 +82,7 @@ def route(logits, top_k, renormalize=None):
 def capacity_mask(experts, n_expert, capacity):
     """Which token-expert assignments fit in the experts' capacity.
 
-    Assignments are served in order of choice rank (every token's first choice before
-    any
+    Assignments are served in order of choice rank (every token's first choice before any
     second choice), then of token position; each expert keeps its first `capacity`.
 
     Args:
@@ -124,10 +117,8 @@ def capacity_mask(experts, n_expert, capacity):
 def load_balancing_loss(probs, experts):
     """Switch Transformer's auxiliary loss E * sum_i f_i P_i (1 when the load is uniform).
 
-    f_i is the fraction of the n_tokens * k assignments routed to expert i (for k = 1,
-    the
-    fraction of tokens whose top expert is i) and P_i the mean router probability of
-    expert i.
+    f_i is the fraction of the n_tokens * k assignments routed to expert i (for k = 1, the
+    fraction of tokens whose top expert is i) and P_i the mean router probability of expert i.
     Only P carries a gradient: the loss pushes probability away from overloaded experts.
 
     Args:
@@ -169,8 +160,7 @@ class Experts(nn.Module):
 
     Expert i is the gated FFN W_2^i (sigma(W_1^i x) * V^i x) (SwiGLU for silu), or with
     ``glu=False`` the MLP W_2^i sigma(W_1^i x). The weights keep nn.Linear's layout, so
-    ``w1[i]`` is the ``w1.weight`` of the course's `GLU`: `w1`, `v` (n_expert, d_ff,
-    d_model)
+    ``w1[i]`` is the ``w1.weight`` of the course's `GLU`: `w1`, `v` (n_expert, d_ff, d_model)
     and `w2` (n_expert, d_model, d_ff).
 
     Args:
@@ -225,15 +215,11 @@ class Experts(nn.Module):
 class MoE(nn.Module):
     """A mixture-of-experts FFN: a router sends each token to `top_k` of `n_expert` experts.
 
-    y(x) = sum over the chosen experts i of g_i(x) E_i(x): `router` (nn.Linear d_model
-    ->
+    y(x) = sum over the chosen experts i of g_i(x) E_i(x): `router` (nn.Linear d_model ->
     n_expert, no bias) gives the logits h(x), `route` the gates g_i (renormalised iff
-    top_k > 1 by default), `experts` (an `Experts`) the FFNs. With a `capacity_factor`,
-    an
-    assignment beyond its expert's capacity (`capacity_mask`) is dropped: it adds
-    nothing, so a
-    token that loses all its experts comes out as 0 and the block's residual carries it
-    on.
+    top_k > 1 by default), `experts` (an `Experts`) the FFNs. With a `capacity_factor`, an
+    assignment beyond its expert's capacity (`capacity_mask`) is dropped: it adds nothing, so a
+    token that loses all its experts comes out as 0 and the block's residual carries it on.
 
     Args:
         d_model, d_ff: widths of the model and of each expert.
@@ -242,12 +228,9 @@ class MoE(nn.Module):
         activation, glu: the experts' FFN (see `Experts`); renormalize: see `route`.
 
     Returns (forward):
-        ``(y, aux)``: y with the shape of x, and the dict aux of "balance"
-        (load-balancing loss,
-        1 when even), "z" (router z-loss), "load" (assignments routed to each expert,
-        (E,)
-        int), "kept" (assignments each expert processed, (E,) int) and "dropped"
-        (assignments
+        ``(y, aux)``: y with the shape of x, and the dict aux of "balance" (load-balancing loss,
+        1 when even), "z" (router z-loss), "load" (assignments routed to each expert, (E,)
+        int), "kept" (assignments each expert processed, (E,) int) and "dropped" (assignments
         over capacity; load.sum() = kept.sum() + dropped = n_tokens * top_k).
 
     Example:

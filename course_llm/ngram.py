@@ -38,10 +38,8 @@ def _check_sequences(sequences):
 def count_ngrams(sequences, n: int) -> Counter:
     """Count the n-grams of token sequences, each padded as the language model sees it.
 
-    A sequence ``(u_1, ..., u_L)`` is read as ``(<BOS> * (n-1), u_1, ..., u_L, <EOS>)``:
-    the
-    ``n-1`` start symbols give the first tokens a full context, and the final ``<EOS>``
-    is a
+    A sequence ``(u_1, ..., u_L)`` is read as ``(<BOS> * (n-1), u_1, ..., u_L, <EOS>)``: the
+    ``n-1`` start symbols give the first tokens a full context, and the final ``<EOS>`` is a
     token the model must predict like any other (it is how a sequence ends).
 
     Args:
@@ -76,23 +74,17 @@ class NGramLM:
 
     ``P(u | context) = (c(context, u) + k) / (c(context) + k |V|)``
 
-    where ``c`` counts in the training data and ``|V|`` includes ``<EOS>``. With ``k =
-    0`` this
-    is the maximum-likelihood estimate; ``k > 0`` is add-k (Laplace for ``k = 1``)
-    smoothing.
+    where ``c`` counts in the training data and ``|V|`` includes ``<EOS>``. With ``k = 0`` this
+    is the maximum-likelihood estimate; ``k > 0`` is add-k (Laplace for ``k = 1``) smoothing.
     If ``lambdas = (l_1, ..., l_n)`` is given, the orders are mixed (Jelinek-Mercer
-    interpolation): ``P = sum_m l_m P_m``, with ``P_m`` the order-m estimate above; an
-        order whose
-    context never occurred gives its weight to the others. A context never seen in
-    training
-    under plain ``k = 0`` has no estimate (0/0); the model then returns the uniform
-    distribution.
+    interpolation): ``P = sum_m l_m P_m``, with ``P_m`` the order-m estimate above; an order whose
+    context never occurred gives its weight to the others. A context never seen in training
+    under plain ``k = 0`` has no estimate (0/0); the model then returns the uniform distribution.
 
     Args:
         n: the order (1 = unigram, 2 = bigram, ...).
         k: add-k pseudo-count, ``k >= 0``.
-        lambdas: optional interpolation weights for orders 1..n (non-negative, summing
-            to 1).
+        lambdas: optional interpolation weights for orders 1..n (non-negative, summing to 1).
 
     Example:
         >>> lm = NGramLM(2).fit([["a", "b"], ["a", "a"]])
@@ -185,8 +177,7 @@ class NGramLM:
     def log_prob(self, sequence) -> float:
         """``log P((u_1, ..., u_L))``: natural log, including the final ``<EOS>`` term.
 
-        Returns ``-inf`` when some token has probability zero (an unseen n-gram with ``k
-        = 0``).
+        Returns ``-inf`` when some token has probability zero (an unseen n-gram with ``k = 0``).
         """
         sequence = list(sequence)
         self._check(sequence, "sequence")
@@ -277,13 +268,11 @@ class UniformLM(NGramLM):
 def perplexity(model, sequences) -> float:
     """Perplexity of `model` on `sequences`: ``exp`` of the mean negative log-likelihood per token.
 
-    Every sequence contributes ``L + 1`` predictions (its tokens and the final
-    ``<EOS>``):
+    Every sequence contributes ``L + 1`` predictions (its tokens and the final ``<EOS>``):
 
     ``PPL = exp( -sum_s log P(s) / sum_s (L_s + 1) )``
 
-    Any model with a ``log_prob(sequence)`` method works. A uniform model over ``|V|``
-    tokens
+    Any model with a ``log_prob(sequence)`` method works. A uniform model over ``|V|`` tokens
     has perplexity exactly ``|V|``.
 
     Example:

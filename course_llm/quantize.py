@@ -19,10 +19,8 @@ class QuantizedTensor:
     """Integer codes and per-group scales (and offsets) of a 2-D weight; see `quantize_tensor`.
 
     Attributes:
-        codes: uint8 (out, in // 2) for 4 bits (two codes per byte, low nibble first;
-            symmetric
-            codes stored plus 8), int8 (out, in) for symmetric 8 bits, uint8 for
-            asymmetric 8 bits.
+        codes: uint8 (out, in // 2) for 4 bits (two codes per byte, low nibble first; symmetric
+            codes stored plus 8), int8 (out, in) for symmetric 8 bits, uint8 for asymmetric 8 bits.
         scale: float32 (out, in // group_size), the step of each group.
         offset: float32 like `scale` (the group minimum) when asymmetric, else None.
         shape: (out, in) of the original weight.
@@ -84,19 +82,15 @@ def _unpack4(packed):
 def quantize_tensor(w, bits, group_size, *, symmetric=True):
     """Quantize a 2-D weight to `bits`-bit integer codes with one scale per group.
 
-    Groups are `group_size` consecutive weights of a row (along the input features).
-    Symmetric:
-    codes in [-(2^(b-1) - 1), 2^(b-1) - 1], scale = absmax / (2^(b-1) - 1). Asymmetric:
-    codes in
-    [0, 2^b - 1], scale = (max - min) / (2^b - 1), offset = min. Every weight is
-    recovered by
+    Groups are `group_size` consecutive weights of a row (along the input features). Symmetric:
+    codes in [-(2^(b-1) - 1), 2^(b-1) - 1], scale = absmax / (2^(b-1) - 1). Asymmetric: codes in
+    [0, 2^b - 1], scale = (max - min) / (2^b - 1), offset = min. Every weight is recovered by
     `dequantize` to within half a step: ``|w - dequantize(q)| <= scale / 2``.
 
     Args:
         w: float weight (out_features, in_features), contiguous and finite.
         bits: 4 or 8.
-        group_size: a divisor of in_features (even for 4 bits), or None for one group
-            per row.
+        group_size: a divisor of in_features (even for 4 bits), or None for one group per row.
         symmetric: absmax scaling (True) or min/max scaling with an offset (False).
 
     Returns:
@@ -165,8 +159,7 @@ def dequantize(q):
 class QuantLinear(nn.Module):
     """A linear layer whose weight is stored as a `QuantizedTensor` (weight-only quantization).
 
-    ``forward(x) = F.linear(x, dequantize(weight), bias)``. The codes, scales and
-    offsets are
+    ``forward(x) = F.linear(x, dequantize(weight), bias)``. The codes, scales and offsets are
     buffers, so ``.to(device)`` and ``state_dict`` work; the bias stays in float.
 
     Example:
@@ -241,19 +234,15 @@ def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True
     """Replace the `nn.Linear` layers of `model` in place by `QuantLinear`; return the model.
 
     Args:
-        model: any `nn.Module` (e.g. a course `GPT`, or SmolLM2 from
-            `course_llm.pretrained`).
+        model: any `nn.Module` (e.g. a course `GPT`, or SmolLM2 from `course_llm.pretrained`).
         bits: 4 or 8.
         group_size: weights per scale; must divide every quantized layer's in_features.
-        skip: glob patterns (`fnmatch`) of module names to leave in float; a pattern
-            matches the
-            full dotted name or its last part (``"lm_head"``, ``"blocks.0.*"``,
-            ``"*_proj"``).
+        skip: glob patterns (`fnmatch`) of module names to leave in float; a pattern matches the
+            full dotted name or its last part (``"lm_head"``, ``"blocks.0.*"``, ``"*_proj"``).
         symmetric: absmax (True) or min/max with offsets (False).
 
     Raises:
-        ValueError: no `nn.Linear` is left to quantize, or a layer's in_features is not
-            a
+        ValueError: no `nn.Linear` is left to quantize, or a layer's in_features is not a
             multiple of `group_size` (the message names the layer).
 
     Example:

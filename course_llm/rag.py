@@ -63,10 +63,8 @@ def _check_docs(docs):
 def bm25_idf(docs, epsilon=0.25):
     """Okapi idf of every term, ln((N - n_t + 0.5) / (n_t + 0.5)), with negative values floored.
 
-    n_t is the number of the N documents that contain term t. Terms in more than half of
-    the
-    documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become epsilon
-    times the
+    n_t is the number of the N documents that contain term t. Terms in more than half of the
+    documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become epsilon times the
     mean idf over all terms.
 
     Args:
@@ -93,8 +91,7 @@ def bm25_idf(docs, epsilon=0.25):
 def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
     """BM25 score of every document of `docs` for `query` (Okapi BM25, as `rank_bm25.BM25Okapi`).
 
-    A query term that occurs twice counts twice; a term absent from every document adds
-    nothing.
+    A query term that occurs twice counts twice; a term absent from every document adds nothing.
 
     Args:
         query: list of tokens q_1..q_m.
@@ -232,8 +229,7 @@ def make_world(n_countries, generator):
         generator: a `random.Random`.
 
     Returns:
-        ``(passages, qa)``: list of passage strings, list of (question, answer, passage
-        index).
+        ``(passages, qa)``: list of passage strings, list of (question, answer, passage index).
 
     Example:
         >>> import random
@@ -258,17 +254,14 @@ def make_world(n_countries, generator):
 class DenseRetriever:
     """A dense retriever: passages and questions embedded by a sentence encoder, ranked by cosine.
 
-    The default encoder is all-MiniLM-L6-v2 (`course_llm.bert.load_minilm`) with its
-    WordPiece
-    vocabulary; `course_llm.bert.sentence_embeddings` mean-pools and normalises, so the
-    dot
+    The default encoder is all-MiniLM-L6-v2 (`course_llm.bert.load_minilm`) with its WordPiece
+    vocabulary; `course_llm.bert.sentence_embeddings` mean-pools and normalises, so the dot
     product of two embeddings is their cosine similarity.
 
     Args:
         passages: non-empty list of strings, embedded once at construction.
         model: a `course_llm.bert.BERT` sentence encoder (default: MiniLM's weights).
-        tokenizer: its `course_llm.wordpiece.WordPieceTokenizer` (default: MiniLM's
-            vocabulary).
+        tokenizer: its `course_llm.wordpiece.WordPieceTokenizer` (default: MiniLM's vocabulary).
         batch_size: texts per forward pass.
 
     Example:
@@ -393,8 +386,7 @@ def qa_batch(examples, vocab):
         vocab: a `WordVocab`.
 
     Returns:
-        ``(seq, targets)``, both (B, T) long tensors; targets are -100 except at the
-        answer.
+        ``(seq, targets)``, both (B, T) long tensors; targets are -100 except at the answer.
 
     Example:
         >>> seq, targets = qa_batch([("a b ?", "c"), ("a ?", "d")], WordVocab())

@@ -43,15 +43,12 @@ _all_ = [
 class RewardModel(nn.Module):
     """The SFT model with its output layer replaced by a scalar head: r_theta(x, y).
 
-    Reads the final hidden state (`GPT.features`, after the final norm) at the last
-    non-pad position of
-    each row of prompt + response and maps it to one number with a linear layer. The
-    GPT's own output
+    Reads the final hidden state (`GPT.features`, after the final norm) at the last non-pad position of
+    each row of prompt + response and maps it to one number with a linear layer. The GPT's own output
     projection `lm_head` is not used.
 
     Args:
-        gpt: the (SFT) `GPT` to start from; it is used as is, so pass a copy
-            (``copy.deepcopy``) to keep
+        gpt: the (SFT) `GPT` to start from; it is used as is, so pass a copy (``copy.deepcopy``) to keep
             the original.
         pad_id: id of the right padding (None: every row is full length).
 
@@ -163,12 +160,10 @@ def preference_pairs(prompts, rankings):
 
     Args:
         prompts: a sequence of prompts x (any objects, e.g. 1-D id tensors).
-        rankings: for each prompt, its responses ranked best first (a list of K
-            responses).
+        rankings: for each prompt, its responses ranked best first (a list of K responses).
 
     Returns:
-        ``(triples, n_skipped)``: the list of ``(x, y_w, y_l)`` and the number of pairs
-        dropped because
+        ``(triples, n_skipped)``: the list of ``(x, y_w, y_l)`` and the number of pairs dropped because
         y_w equals y_l (a `UserWarning` gives the count when it is not zero).
 
     Example:
@@ -214,8 +209,7 @@ def dpo_loss(
         beta: the KL coefficient of the objective DPO solves (> 0).
 
     Returns:
-        ``(loss, chosen_rewards, rejected_rewards)``: the mean loss and the implicit
-        rewards
+        ``(loss, chosen_rewards, rejected_rewards)``: the mean loss and the implicit rewards
         beta (log pi - log pi_ref) of y_w and y_l (detached), each (batch,).
 
     Example:

@@ -93,8 +93,7 @@ class FixedWindowLM(nn.Module):
 def clip_grad_norm(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
     r"""Gradient clipping with threshold :math:`v`: :math:`g \leftarrow \min(1, v / \|g\|)\, g`.
 
-    :math:`g` is the concatenation of every parameter's gradient and :math:`\|g\|` its
-    Euclidean
+    :math:`g` is the concatenation of every parameter's gradient and :math:`\|g\|` its Euclidean
     norm. Gradients are scaled in place; returns :math:`\|g\|` before clipping.
 
     Example:
@@ -198,12 +197,9 @@ def stream_nll(
 ) -> float:
     """Mean negative log-likelihood (nats/token) of ``ids`` (1-D) under an :class:`RNNLM`.
 
-    The text is cut into ``n_streams`` contiguous pieces evaluated in parallel; each
-    piece is read
-    in blocks with the recurrent state carried across blocks, so every token after the
-    first of its
-    piece is predicted from all earlier tokens of that piece. Perplexity is ``exp`` of
-    the result.
+    The text is cut into ``n_streams`` contiguous pieces evaluated in parallel; each piece is read
+    in blocks with the recurrent state carried across blocks, so every token after the first of its
+    piece is predicted from all earlier tokens of that piece. Perplexity is ``exp`` of the result.
 
     Example:
         >>> lm = RNNLM(5, 4, 8)

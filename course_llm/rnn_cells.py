@@ -27,10 +27,8 @@ class RNNCell(nn.Module):
 
     .. math:: h_\ell = \sigma(W_u u_\ell + W_h h_{\ell-1} + b)
 
-    This is Ryu (2025)'s lecture notation :math:`h_\ell = \sigma(A[h_{\ell-1}; u_\ell] +
-    b)` with the matrix
-    :math:`A = [W_h \; W_u]` split in two, so that the input part :math:`W_u u_\ell + b`
-    can be
+    This is Ryu (2025)'s lecture notation :math:`h_\ell = \sigma(A[h_{\ell-1}; u_\ell] + b)` with the matrix
+    :math:`A = [W_h \; W_u]` split in two, so that the input part :math:`W_u u_\ell + b` can be
     computed for every step at once (it does not depend on the recurrence).
 
     Args:
@@ -76,8 +74,7 @@ class RNNCell(nn.Module):
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
         """Finish one step given ``pre = input_part(u)``: returns the new hidden state.
 
-        The inner loop of :class:`~course_llm.rnn_layers.RNN`: it trusts its inputs
-        (``forward`` checks them).
+        The inner loop of :class:`~course_llm.rnn_layers.RNN`: it trusts its inputs (``forward`` checks them).
         """
         z = pre + h @ self.W_h.T
         return torch.tanh(z) if self.nonlinearity == "tanh" else torch.relu(z)
@@ -94,22 +91,18 @@ class LSTMCell(nn.Module):
     .. math::
 
         [i; f; \tilde g; o] = W_u u_\ell + W_h h_{\ell-1} + b, \quad
-        c_\ell = c_{\ell-1} \odot \mathrm{sigmoid}(f) + \mathrm{sigmoid}(i) \odot
-        \tanh(\tilde g), \quad
+        c_\ell = c_{\ell-1} \odot \mathrm{sigmoid}(f) + \mathrm{sigmoid}(i) \odot \tanh(\tilde g), \quad
         h_\ell = W_p\,(\mathrm{sigmoid}(o) \odot \tanh(c_\ell))
 
-    Ryu (2025)'s lecture form :math:`c_\ell = c_{\ell-1} \odot f_\ell + g_\ell` is the
-    same update with the
-    input gate folded into :math:`g_\ell`. The output projection :math:`W_p`
-    (``proj_size > 0``)
+    Ryu (2025)'s lecture form :math:`c_\ell = c_{\ell-1} \odot f_\ell + g_\ell` is the same update with the
+    input gate folded into :math:`g_\ell`. The output projection :math:`W_p` (``proj_size > 0``)
     shrinks the hidden state that is fed back and passed on; without it :math:`W_p = I`.
     Gate order i, f, g, o is PyTorch's, so weights copy across unchanged.
 
     Args:
         input_size: size of each input :math:`u_\ell`.
         hidden_size: size of the cell state :math:`c_\ell`.
-        proj_size: size of the projected hidden state :math:`h_\ell` (0 for no
-            projection).
+        proj_size: size of the projected hidden state :math:`h_\ell` (0 for no projection).
 
     Example:
         >>> cell = LSTMCell(3, 8, proj_size=2)
@@ -156,8 +149,7 @@ class LSTMCell(nn.Module):
     def step(self, pre: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """Finish one step given ``pre = input_part(u)`` and ``state = (h, c)``.
 
-        The inner loop of :class:`~course_llm.rnn_layers.LSTM`: it trusts its inputs
-        (``forward`` checks them).
+        The inner loop of :class:`~course_llm.rnn_layers.LSTM`: it trusts its inputs (``forward`` checks them).
         """
         h, c = state
         z = pre + h @ self.W_h.T  # (B, 4n)
@@ -251,12 +243,9 @@ def hidden_grad_norms(
 ) -> Tensor:
     r"""Unroll ``cell`` over ``u`` (B, L, d) from a zero state and return :math:`\|\partial \mathcal{L} / \partial h_\ell\|`.
 
-    The loss only looks at the last state, :math:`\mathcal{L} = \langle w, h_L \rangle`
-    summed over
-    the batch, so the norm at step :math:`\ell` measures how much of the gradient signal
-    from step
-    :math:`L` survives the product of Jacobians :math:`\prod_{t > \ell} \partial h_t /
-    \partial h_{t-1}`.
+    The loss only looks at the last state, :math:`\mathcal{L} = \langle w, h_L \rangle` summed over
+    the batch, so the norm at step :math:`\ell` measures how much of the gradient signal from step
+    :math:`L` survives the product of Jacobians :math:`\prod_{t > \ell} \partial h_t / \partial h_{t-1}`.
 
     Args:
         cell: an :class:`RNNCell`, :class:`LSTMCell` or :class:`GRUCell`.
@@ -264,8 +253,7 @@ def hidden_grad_norms(
         readout: the vector :math:`w` (default: all ones).
 
     Returns:
-        A tensor of ``L`` norms (averaged over the batch), index ``l-1`` for
-        :math:`h_\ell`.
+        A tensor of ``L`` norms (averaged over the batch), index ``l-1`` for :math:`h_\ell`.
 
     Example:
         >>> norms = hidden_grad_norms(RNNCell(2, 3), torch.randn(1, 10, 2))

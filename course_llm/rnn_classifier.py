@@ -52,8 +52,7 @@ def pad_batch(seqs: Sequence[Tensor], padding_idx: int = 0) -> tuple[Tensor, Ten
 class LSTMClassifier(nn.Module):
     """Sentiment from an LSTM: read the review, then a linear layer on the last state or pooled states.
 
-    ``pooling="last"`` uses :math:`h_L` (the state after the last real token);
-    ``"mean"`` and
+    ``pooling="last"`` uses :math:`h_L` (the state after the last real token); ``"mean"`` and
     ``"max"`` pool :math:`h_1, \\dots, h_L` over the real (unpadded) positions.
 
     Args:

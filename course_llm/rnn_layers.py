@@ -142,8 +142,7 @@ class _Recurrent(nn.Module):
     def load_torch(self, module: nn.Module) -> "_Recurrent":
         """Copy the weights of a ``torch.nn.RNN``/``torch.nn.LSTM`` with the same configuration.
 
-        PyTorch keeps two biases per layer (``bias_ih`` and ``bias_hh``); they always
-        appear as a
+        PyTorch keeps two biases per layer (``bias_ih`` and ``bias_hh``); they always appear as a
         sum, so :math:`b` = their sum. Returns ``self``.
         """
         if type(module).__name__ != self._mode:
@@ -222,12 +221,9 @@ def _where_state(m, new, old):
 class RNN(_Recurrent):
     """A stacked, optionally bidirectional, vanilla RNN built from :class:`~course_llm.rnn_cells.RNNCell` (batch first).
 
-    Same interface as ``torch.nn.RNN(..., batch_first=True)``: ``forward(x, h0=None)``
-    returns
-    ``output`` of shape ``(B, T, D * hidden_size)`` (D = 2 if bidirectional) and ``h_n``
-    of shape
-    ``(D * num_layers, B, hidden_size)``. Pass ``lengths`` for right-padded batches:
-    padded steps
+    Same interface as ``torch.nn.RNN(..., batch_first=True)``: ``forward(x, h0=None)`` returns
+    ``output`` of shape ``(B, T, D * hidden_size)`` (D = 2 if bidirectional) and ``h_n`` of shape
+    ``(D * num_layers, B, hidden_size)``. Pass ``lengths`` for right-padded batches: padded steps
     leave the state unchanged and output zeros, as a packed sequence does in PyTorch.
 
     Args:
@@ -236,10 +232,8 @@ class RNN(_Recurrent):
         num_layers: number of stacked layers; layer k+1 reads the outputs of layer k.
         bidirectional: add a right-to-left direction in every layer.
         nonlinearity: ``"tanh"`` or ``"relu"``.
-        fused: run the recurrence through PyTorch's fused kernel (fast, the default)
-            instead
-            of the step-by-step Python loop (the teaching version); both give the same
-            numbers.
+        fused: run the recurrence through PyTorch's fused kernel (fast, the default) instead
+            of the step-by-step Python loop (the teaching version); both give the same numbers.
 
     Example:
         >>> rnn = RNN(3, 4, num_layers=2, bidirectional=True)
@@ -290,8 +284,7 @@ class RNN(_Recurrent):
 class LSTM(_Recurrent):
     """A stacked, optionally bidirectional LSTM built from :class:`~course_llm.rnn_cells.LSTMCell` (batch first).
 
-    Same interface as ``torch.nn.LSTM(..., batch_first=True)``: ``forward(x, (h0,
-    c0)=None)``
+    Same interface as ``torch.nn.LSTM(..., batch_first=True)``: ``forward(x, (h0, c0)=None)``
     returns ``output`` ``(B, T, D * n_out)`` and ``(h_n, c_n)`` with shapes
     ``(D * num_layers, B, n_out)`` and ``(D * num_layers, B, hidden_size)``, where
     ``n_out = proj_size or hidden_size``. ``lengths`` handles right-padded batches.

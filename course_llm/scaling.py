@@ -36,8 +36,7 @@ def training_flops(n_params, n_tokens):
     """Training compute C = 6 N D in FLOPs (forward 2ND, backward 4ND).
 
     Args:
-        n_params: parameters N (non-embedding, by the scaling-law convention); scalar or
-            array.
+        n_params: parameters N (non-embedding, by the scaling-law convention); scalar or array.
         n_tokens: training tokens D; scalar or array.
 
     Example:
@@ -58,8 +57,7 @@ class PowerLawFit:
         A: fitted coefficient.
         E: fitted offset (0 without offset).
         alpha_se: standard error of alpha from the least-squares covariance (given E).
-        alpha_ci: 95% confidence interval of alpha (Student t, n - 2 degrees of freedom;
-            given E).
+        alpha_ci: 95% confidence interval of alpha (Student t, n - 2 degrees of freedom; given E).
     """
 
     alpha: float
@@ -88,8 +86,7 @@ def fit_power_law(N, L, with_offset=False):
     """Least-squares fit of L = E + A N^(-alpha) in log space (E = 0 unless `with_offset`).
 
     Args:
-        N: sizes (model parameters, tokens or FLOPs), at least 3 positive values (4 with
-            offset).
+        N: sizes (model parameters, tokens or FLOPs), at least 3 positive values (4 with offset).
         L: losses, positive, same length.
         with_offset: also fit the irreducible loss E in [0, min L).
 
@@ -169,8 +166,7 @@ def chinchilla_optimal(C, A=406.4, B=410.7, alpha=0.34, beta=0.28):
 
     Args:
         C: training compute in FLOPs (scalar or array), positive.
-        A, B, alpha, beta: coefficients of the parametric loss (Hoffmann et al. 2022,
-            approach 3).
+        A, B, alpha, beta: coefficients of the parametric loss (Hoffmann et al. 2022, approach 3).
 
     Returns:
         (N_opt, D_opt), with 6 N_opt D_opt = C.

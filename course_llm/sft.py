@@ -32,8 +32,7 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
         ignore_index: label for positions that do not count.
 
     Returns:
-        ``(ids, labels)``, two lists of the same length (unshifted, Hugging Face
-        convention).
+        ``(ids, labels)``, two lists of the same length (unshifted, Hugging Face convention).
 
     Example:
         >>> sft_labels([5, 6], [7, 8])
@@ -80,8 +79,7 @@ def build_sft_example(tokenizer, messages, block_size: int, ignore_index: int = 
         ignore_index: label for positions without loss.
 
     Returns:
-        ``(ids, labels)``: two lists of ints; ``tokenizer.decode(ids) ==
-        render_chat(messages)``.
+        ``(ids, labels)``: two lists of ints; ``tokenizer.decode(ids) == render_chat(messages)``.
 
     Example:
         >>> from course_llm.tokenizers import BPETokenizer
@@ -119,8 +117,7 @@ def truncate_conversation(
 ):
     """Drop the oldest turns (after a leading system message) until the chat fits `block_size`.
 
-    The system message and the last user turn (with anything after it) are never
-    dropped; if
+    The system message and the last user turn (with anything after it) are never dropped; if
     they alone do not fit, a ``ValueError`` is raised instead of silently losing them.
 
     Args:
@@ -346,26 +343,20 @@ def instruction_data(
 ):
     """FLAN/T0-style instruction data: every task input rendered with several phrasings, as chats.
 
-    Each example is one user turn (a phrasing of a task filled with an input) and one
-    assistant
+    Each example is one user turn (a phrasing of a task filled with an input) and one assistant
     turn (the answer). The last `heldout_phrasings` phrasings of each task and every
-    `heldout_every`-th input (indices ``heldout_every - 1, 2 * heldout_every - 1, ...``)
-    never
-    appear in the training split; every example that uses one of them is in the test
-    split.
+    `heldout_every`-th input (indices ``heldout_every - 1, 2 * heldout_every - 1, ...``) never
+    appear in the training split; every example that uses one of them is in the test split.
 
     Args:
         tasks: names from `INSTRUCTION_TASKS` (None = all six).
-        heldout_phrasings: phrasings per task kept for testing, in ``[0, phrasings -
-            1]``.
+        heldout_phrasings: phrasings per task kept for testing, in ``[0, phrasings - 1]``.
         heldout_every: hold out every n-th input (an int >= 2), or 0 for none.
         seed: shuffles the training split.
 
     Returns:
-        ``(train, test)``: lists of dicts with keys ``task``, ``input``, ``heldout``
-        (``""`` in
-        train; ``"phrasing"``, ``"input"`` or ``"both"`` in test) and ``messages`` (a
-        chat for
+        ``(train, test)``: lists of dicts with keys ``task``, ``input``, ``heldout`` (``""`` in
+        train; ``"phrasing"``, ``"input"`` or ``"both"`` in test) and ``messages`` (a chat for
         `render_chat`).
 
     Example:
@@ -373,8 +364,7 @@ def instruction_data(
         >>> len(train), len(test)
         (36, 28)
         >>> [e["messages"] for e in test if e["input"] == "France"]
-        [[{'role': 'user', 'content': 'What is the capital of France?'}, {'role':
-        'assistant', 'content': 'Paris'}]]
+        [[{'role': 'user', 'content': 'What is the capital of France?'}, {'role': 'assistant', 'content': 'Paris'}]]
     """
     names = list(INSTRUCTION_TASKS) if tasks is None else tasks
     if isinstance(names, str) or not isinstance(names, (list, tuple)) or not names:
@@ -438,8 +428,7 @@ def instruction_data(
 def collate_sft(examples, pad_id: int = 0, ignore_index: int = -100, device=None):
     """Right-pad `(ids, labels)` pairs (from `build_sft_example`) into two (batch, T) tensors.
 
-    Padding goes at the end, with label `ignore_index`: a causal model never lets a
-    position see
+    Padding goes at the end, with label `ignore_index`: a causal model never lets a position see
     later ones, so the pads change neither the logits nor the loss of the real tokens.
 
     Args:

@@ -96,18 +96,12 @@ def speculative_generate(
 ):
     """Sample from `target` with `k` tokens drafted by `draft` per target pass (Leviathan et al. 2023).
 
-    Each round the draft samples k tokens one by one; the target scores them in one
-    pass; the
-    tokens are accepted left to right with probability min(1, p/q), the first rejected
-    one is
-    replaced by a sample of max(0, p - q) normalised, and if all k pass the target's
-    next token
-    is added. The output has exactly the distribution of ``generate(target, ...)`` with
-    the same
-    temperature/top_k/top_p; ``temperature=0`` emits exactly the target's greedy tokens.
-    Both
-    models use `KVCache`s, rolled back to the accepted prefix after each round. ``k=0``
-    is plain
+    Each round the draft samples k tokens one by one; the target scores them in one pass; the
+    tokens are accepted left to right with probability min(1, p/q), the first rejected one is
+    replaced by a sample of max(0, p - q) normalised, and if all k pass the target's next token
+    is added. The output has exactly the distribution of ``generate(target, ...)`` with the same
+    temperature/top_k/top_p; ``temperature=0`` emits exactly the target's greedy tokens. Both
+    models use `KVCache`s, rolled back to the accepted prefix after each round. ``k=0`` is plain
     cached sampling from the target (the draft is not run).
 
     Args:
@@ -116,12 +110,10 @@ def speculative_generate(
         idx: prompt token ids (1, T), T >= 1 (one sequence).
         max_new_tokens: tokens to add.
         k: tokens drafted per round (>= 0).
-        temperature, top_k, top_p: as in `course_llm.generate.generate`, applied to both
-            models.
+        temperature, top_k, top_p: as in `course_llm.generate.generate`, applied to both models.
         generator: `torch.Generator` for reproducible sampling.
         eos_id: stop after this token (it is included), or None.
-        stats: optional dict, filled with ``proposed``, ``accepted``,
-            ``acceptance_rate``
+        stats: optional dict, filled with ``proposed``, ``accepted``, ``acceptance_rate``
             (accepted / proposed, NaN when nothing was proposed), ``target_calls``,
             ``draft_calls`` and ``new_tokens``.
 

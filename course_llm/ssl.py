@@ -124,8 +124,7 @@ def clip_loss(image_emb, text_emb, logit_scale):
     Args:
         image_emb: (N, dim) image embeddings (normalised inside).
         text_emb: (N, dim) text embeddings (normalised inside).
-        logit_scale: the multiplier e^t of the cosine similarities (a positive float or
-            0-d tensor).
+        logit_scale: the multiplier e^t of the cosine similarities (a positive float or 0-d tensor).
 
     Returns:
         (CE(S, diag) + CE(S^T, diag)) / 2, a scalar.

@@ -85,12 +85,9 @@ def relative_position_bucket(
 class T5Config:
     """Hyperparameters of a T5 model, with the course's common names (see `TransformerConfig`).
 
-    `transformers.T5Config` calls them d_kv (`d_head`), num_layers (`n_layer`),
-    num_heads
-    (`n_head`), layer_norm_epsilon (`norm_eps`) and tie_word_embeddings (`tie_weights`).
-    The
-    previous names of this class (`d_kv`, `n_layers`, `n_decoder_layers`, `n_heads`,
-    `eps`,
+    `transformers.T5Config` calls them d_kv (`d_head`), num_layers (`n_layer`), num_heads
+    (`n_head`), layer_norm_epsilon (`norm_eps`) and tie_word_embeddings (`tie_weights`). The
+    previous names of this class (`d_kv`, `n_layers`, `n_decoder_layers`, `n_heads`, `eps`,
     `tie_word_embeddings`) are accepted as keywords and attributes for one release.
 
     Example:
@@ -147,14 +144,10 @@ class T5Config:
     def block_config(self, decoder):
         """The `TransformerConfig` of an encoder (or decoder) layer.
 
-        T5's blocks are pre-norm with RMSNorm, have no biases, and do not scale the
-        scores by
-        1/sqrt(d_head) (`attention_scale=1`: the scaling is folded into the
-        initialisation).
-        Positions enter as the relative bias, which `T5` adds to the self-attention
-        scores
-        through the block's float `mask`. A decoder block is causal and has
-        cross-attention.
+        T5's blocks are pre-norm with RMSNorm, have no biases, and do not scale the scores by
+        1/sqrt(d_head) (`attention_scale=1`: the scaling is folded into the initialisation).
+        Positions enter as the relative bias, which `T5` adds to the self-attention scores
+        through the block's float `mask`. A decoder block is causal and has cross-attention.
         """
         return TransformerConfig(
             d_model=self.d_model,
@@ -200,10 +193,8 @@ class RelativeBias(nn.Module):
 def cross_attention(attn, x, context, mask=None, cache=None):
     """Cross-attention from decoder states `x` to encoder states `context` with a `MultiHeadAttention`.
 
-    The same as ``attn(x, context=context, mask=mask, cache=cache)``: with a
-    `CrossCache`
-    (from `course_llm.attention`), the keys and values W^K z, W^V z are computed on the
-    first
+    The same as ``attn(x, context=context, mask=mask, cache=cache)``: with a `CrossCache`
+    (from `course_llm.attention`), the keys and values W^K z, W^V z are computed on the first
     call only.
 
     Example:
@@ -226,8 +217,7 @@ def cross_attention(attn, x, context, mask=None, cache=None):
 def EncoderLayer(config):
     """A T5 encoder layer: `TransformerBlock(config.block_config(decoder=False))`.
 
-    Pre-norm: x + SelfAttn(norm x), then x + FFN(norm x). The old class name, kept for
-    one
+    Pre-norm: x + SelfAttn(norm x), then x + FFN(norm x). The old class name, kept for one
     release; the layer is the course's one block.
 
     Example:
@@ -241,8 +231,7 @@ def DecoderLayer(config):
     """A T5 decoder layer: causal self-attention, cross-attention, FFN (`TransformerBlock`).
 
     The old class name, kept for one release. Call it as a block:
-    ``layer(y, mask=bias, context=z, context_mask=z_mask, cache=...,
-    context_cache=...)``.
+    ``layer(y, mask=bias, context=z, context_mask=z_mask, cache=..., context_cache=...)``.
 
     Example:
         >>> layer = DecoderLayer(T5Config(d_model=16, d_head=4, d_ff=32, n_head=2))
@@ -407,10 +396,8 @@ class T5(nn.Module):
     def from_hf(cls, model):
         """Build a `T5` with the weights of a `transformers.T5ForConditionalGeneration`.
 
-        v1.0 models tie the output layer to the embedding and scale the decoder output
-        by
-        d_model**-0.5; v1.1 models (``tie_word_embeddings=False``; transformers 5
-        records it as
+        v1.0 models tie the output layer to the embedding and scale the decoder output by
+        d_model**-0.5; v1.1 models (``tie_word_embeddings=False``; transformers 5 records it as
         ``scale_decoder_outputs``) have their own `lm_head` and no scaling.
         """
         if type(model).__name__ != "T5ForConditionalGeneration":
@@ -475,8 +462,7 @@ def load_hf_weights(m, model):
     """Copy the weights of a `transformers.T5ForConditionalGeneration` into our `T5` `m`.
 
     Hugging Face's T5 block is a list of sub-layers: layer[0] self-attention, layer[1]
-    cross-attention (decoder only), then the FFN, each with its own RMSNorm; ours are
-    the
+    cross-attention (decoder only), then the FFN, each with its own RMSNorm; ours are the
     `TransformerBlock`'s `attn`/`norm1`, `cross_attn`/`norm_cross`, `ffn`/`norm2`.
     """
     c = m.config

@@ -98,14 +98,10 @@ WORD_PATTERN = r"\w+|[^\w\s]"
 class WordTokenizer:
     """Word-level tokenizer with special tokens, ``<UNK>`` and a frequency cut-off.
 
-    Text is split into words and single punctuation marks with :data:`WORD_PATTERN`.
-    Words seen at
-    least `min_freq` times in the training text form the vocabulary (most frequent
-    first, ties in
-    alphabetical order), after the special tokens. Other words encode to ``<UNK>``.
-    Decoding joins
-    the words with single spaces, so it is **not** the inverse of encoding: spacing, and
-        every
+    Text is split into words and single punctuation marks with :data:`WORD_PATTERN`. Words seen at
+    least `min_freq` times in the training text form the vocabulary (most frequent first, ties in
+    alphabetical order), after the special tokens. Other words encode to ``<UNK>``. Decoding joins
+    the words with single spaces, so it is **not** the inverse of encoding: spacing, and every
     unknown word, is lost.
 
     Args:

@@ -58,13 +58,10 @@ def build_model(
 ) -> nn.Module:
     """Build the model that ``--model``, ``--model-kwargs``, ``--model-config`` and ``--config-class`` name.
 
-    Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the
-    fields of a
+    Without `config` the model is ``FACTORY(**kwargs)``. With `config` (a dict of the fields of a
     configuration dataclass, e.g. chapter 07's ``GPTConfig``) it is
-    ``FACTORY(CONFIG(**config), **kwargs)``, where CONFIG is `config_class`
-    (``MODULE:NAME``;
-    NAME may be a dotted class method such as ``GPTConfig.llama_style``) or, by default,
-    the
+    ``FACTORY(CONFIG(**config), **kwargs)``, where CONFIG is `config_class` (``MODULE:NAME``;
+    NAME may be a dotted class method such as ``GPTConfig.llama_style``) or, by default, the
     class called FACTORY + ``Config`` in FACTORY's module (``course_llm.gpt:GPT`` ->
     ``course_llm.gpt:GPTConfig``).
 
@@ -75,11 +72,9 @@ def build_model(
         config_class: ``MODULE:NAME`` of the configuration class or constructor.
 
     Raises:
-        ValueError: a spec is malformed or names nothing, or no default configuration
-            class
+        ValueError: a spec is malformed or names nothing, or no default configuration class
             exists (pass `config_class`).
-        TypeError: `kwargs` or `config` is not a dict, or the factory did not return an
-            ``nn.Module``.
+        TypeError: `kwargs` or `config` is not a dict, or the factory did not return an ``nn.Module``.
 
     Example:
         >>> m = build_model("course_llm.gpt:GPT", config=dict(vocab_size=65, block_size=32, n_layer=1,
@@ -140,20 +135,14 @@ def _json_object(flag: str, text: str) -> dict:
 def main(argv=None) -> dict:
     """Command line: train a model with :class:`Trainer`, on one process or many under ``torchrun``.
 
-    ``python -m course_llm.train --model MODULE:FACTORY --model-kwargs JSON
-    --train-config JSON
-    --out DIR`` with either ``--corpus shakespeare`` (characters as tokens;
-    ``vocab_size`` is
+    ``python -m course_llm.train --model MODULE:FACTORY --model-kwargs JSON --train-config JSON
+    --out DIR`` with either ``--corpus shakespeare`` (characters as tokens; ``vocab_size`` is
     added to the model's arguments) or ``--train-ids``/``--val-ids`` (files written with
-    ``torch.save`` of 1-D id tensors). For a model built from a configuration object,
-    such as
+    ``torch.save`` of 1-D id tensors). For a model built from a configuration object, such as
     ``--model course_llm.gpt:GPT``, give its fields with ``--model-config JSON`` (see
-    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from
-    the
-    training configuration) are filled in when the JSON leaves them out. ``torchrun
-    --nproc_per_node=N -m course_llm.train ...``
-    runs the same script as N data-parallel processes. ``--resume`` continues from the
-    latest
+    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from the
+    training configuration) are filled in when the JSON leaves them out. ``torchrun --nproc_per_node=N -m course_llm.train ...``
+    runs the same script as N data-parallel processes. ``--resume`` continues from the latest
     checkpoint in ``--out``. Returns the history (on every process).
     """
     p = argparse.ArgumentParser(

@@ -17,10 +17,8 @@ __all__ = ['TrainConfig']
 class TrainConfig:
     """Hyperparameters of :class:`Trainer`.
 
-    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of
-    ``block_size``
-    tokens: `batch_size` windows per process and micro-step, `grad_accum` micro-steps,
-        one
+    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of ``block_size``
+    tokens: `batch_size` windows per process and micro-step, `grad_accum` micro-steps, one
     process per GPU (`world_size`, set by ``torchrun``).
 
     Attributes:

@@ -82,23 +82,15 @@ def _token_ids(name: str, ids, vocab_size: int | None) -> torch.Tensor:
 class Trainer:
     """The DTraining loop of Phuong and Hutter (2022), with the practice of modern pretraining.
 
-    Each optimizer step: `grad_accum` micro-batches from
-        :func:`course_llm.data.get_batch`,
-    forward under bf16 autocast where supported, loss divided by `grad_accum`, backward
-    (under
-    DDP the gradients are averaged across processes on the last micro-step), global
-    gradient-norm
-    clipping, the learning rate from :func:`cosine_schedule`, an AdamW step with decay
-    on
-    matrices only. Every `eval_interval` steps: validation loss and (with `out_dir`) a
-    checkpoint.
+    Each optimizer step: `grad_accum` micro-batches from :func:`course_llm.data.get_batch`,
+    forward under bf16 autocast where supported, loss divided by `grad_accum`, backward (under
+    DDP the gradients are averaged across processes on the last micro-step), global gradient-norm
+    clipping, the learning rate from :func:`cosine_schedule`, an AdamW step with decay on
+    matrices only. Every `eval_interval` steps: validation loss and (with `out_dir`) a checkpoint.
 
-    The model is any ``nn.Module`` with ``forward(idx, targets) -> (logits, loss)``,
-    loss the mean
-    next-token cross-entropy. Inside ``torchrun`` (an initialised process group) the
-    model is
-    wrapped in ``DistributedDataParallel``; every process draws the same global batch
-    from the
+    The model is any ``nn.Module`` with ``forward(idx, targets) -> (logits, loss)``, loss the mean
+    next-token cross-entropy. Inside ``torchrun`` (an initialised process group) the model is
+    wrapped in ``DistributedDataParallel``; every process draws the same global batch from the
     same generator and trains on its own slice, so the result equals one process with
     ``world_size`` times the batch.
 
@@ -266,8 +258,7 @@ class Trainer:
     def evaluate(self, ids=None) -> float:
         """Mean next-token loss (nats per token) on consecutive windows of `ids` (default: val).
 
-        At most ``config.eval_tokens`` tokens; under DDP the windows are shared out
-        between the
+        At most ``config.eval_tokens`` tokens; under DDP the windows are shared out between the
         processes and the sums combined, so every process returns the same number.
         """
         ids = self.val_ids if ids is None else _token_ids("ids", ids, self.vocab_size)
@@ -307,10 +298,8 @@ class Trainer:
     def fit(self, steps: int | None = None) -> dict:
         """Train until `max_steps` (or for `steps` more steps); return the history.
 
-        The history holds per-step ``train_loss`` and ``lr`` and, every `eval_interval`
-        steps and
-        at the end, ``val_loss`` (if validation ids were given). With `out_dir`, a
-        checkpoint is
+        The history holds per-step ``train_loss`` and ``lr`` and, every `eval_interval` steps and
+        at the end, ``val_loss`` (if validation ids were given). With `out_dir`, a checkpoint is
         written at the same moments.
         """
         cfg = self.config
@@ -356,12 +345,9 @@ class Trainer:
     def save_checkpoint(self, out_dir=None) -> Path:
         """Write ``step_NNNNNN/`` (weights, optimizer and RNG state, JSON) and point ``latest.json`` at it.
 
-        See :func:`course_llm.checkpoints.write_checkpoint`: a crash at any moment
-        leaves
-        ``latest.json`` naming a complete checkpoint; then all but ``keep_checkpoints``
-        are
-        pruned (by step, never the latest). Only process 0 writes; the others wait for
-        it.
+        See :func:`course_llm.checkpoints.write_checkpoint`: a crash at any moment leaves
+        ``latest.json`` naming a complete checkpoint; then all but ``keep_checkpoints`` are
+        pruned (by step, never the latest). Only process 0 writes; the others wait for it.
         """
         out_dir = Path(out_dir or self.config.out_dir)
         if self.rank == 0:
@@ -407,10 +393,8 @@ class Trainer:
 
         Raises:
             FileNotFoundError: no checkpoint at `path`.
-            ValueError: a file of the checkpoint is truncated or corrupt (the message
-                names it),
-                or the checkpoint belongs to a model of another configuration (the
-                message lists
+            ValueError: a file of the checkpoint is truncated or corrupt (the message names it),
+                or the checkpoint belongs to a model of another configuration (the message lists
                 the mismatched keys).
         """
         ckpt = read_checkpoint(path, self.raw_model)

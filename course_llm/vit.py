@@ -20,8 +20,7 @@ def digits_splits(test_fraction=0.25, seed=0):
         seed: seed of the shuffle.
 
     Returns:
-        (X_train, y_train, X_test, y_test): images (n, 1, 8, 8) float32 in [0, 1],
-        labels (n,) int64.
+        (X_train, y_train, X_test, y_test): images (n, 1, 8, 8) float32 in [0, 1], labels (n,) int64.
 
     Example:
         >>> X_train, y_train, X_test, y_test = digits_splits()
@@ -50,10 +49,8 @@ def digits_splits(test_fraction=0.25, seed=0):
 def patchify(images, patch_size):
     """Cut images into non-overlapping square patches, each flattened to a vector.
 
-    Patches are in row-major order; each is flattened in (channel, row, column) order,
-    the
-    layout of ``torch.nn.functional.unfold(images, patch_size,
-    stride=patch_size).transpose(1, 2)``.
+    Patches are in row-major order; each is flattened in (channel, row, column) order, the
+    layout of ``torch.nn.functional.unfold(images, patch_size, stride=patch_size).transpose(1, 2)``.
 
     Args:
         images: (batch, C, H, W) tensor with H and W divisible by `patch_size`.

@@ -55,8 +55,7 @@ def skipgram_pairs(ids: Tensor, window: int) -> tuple[Tensor, Tensor]:
 class SkipGram(nn.Module):
     r"""word2vec's skip-gram model (Mikolov et al. 2013): two vectors per word.
 
-    :math:`v_w` (``V``) when :math:`w` is the centre word, :math:`u_w` (``U``) when it
-    is a context
+    :math:`v_w` (``V``) when :math:`w` is the centre word, :math:`u_w` (``U``) when it is a context
     word, and
 
     .. math:: p_\theta(o \mid c) = \frac{\exp(u_o \cdot v_c)}{\sum_{w \in V} \exp(u_w \cdot v_c)}.
@@ -105,8 +104,7 @@ class SkipGram(nn.Module):
     ) -> Tensor:
         r"""Mean of :math:`-\log \sigma(u_o \cdot v_c) - \sum_{j=1}^K \log \sigma(-u_{w_j} \cdot v_c)`.
 
-        ``negatives`` (N, K) holds K noise words per pair, drawn from
-        :func:`noise_distribution`.
+        ``negatives`` (N, K) holds K noise words per pair, drawn from :func:`noise_distribution`.
         """
         self._check_pairs(centre, context)
         check_token_ids("negatives", negatives, self.vocab_size, ndim=2)
@@ -153,10 +151,8 @@ def train_skipgram(
 ) -> list[float]:
     """Train ``model`` on random (centre, context) pairs of ``ids``; returns the loss curve.
 
-    ``loss="negative"`` uses negative sampling with ``n_negatives`` noise words per
-    pair;
-    ``loss="full"`` the full softmax. The steps are :func:`course_llm.optim.fit`'s (Adam
-    at a
+    ``loss="negative"`` uses negative sampling with ``n_negatives`` noise words per pair;
+    ``loss="full"`` the full softmax. The steps are :func:`course_llm.optim.fit`'s (Adam at a
     constant `lr`); each step draws ``batch_size`` pairs at random with `generator`.
 
     Example:
@@ -227,8 +223,7 @@ def nearest_neighbours(
 class LinearProbe(nn.Module):
     """A logistic-regression head on fixed feature vectors: ``logit = w . x + b``.
 
-    Takes a list (or a tensor) of feature vectors, so
-    :func:`course_llm.bow.train_classifier` and
+    Takes a list (or a tensor) of feature vectors, so :func:`course_llm.bow.train_classifier` and
     :func:`course_llm.bow.accuracy` work with it unchanged.
 
     Example:

@@ -86,14 +86,12 @@ def is_cjk(ch: str) -> bool:
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-09
 def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str:
     """BERT's text normalisation: delete control characters, turn whitespace into spaces, put
-    spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and
-    lower-case.
+    spaces around CJK ideographs, strip accents (NFD, then drop combining marks) and lower-case.
 
     Args:
         text: the raw string.
         lowercase: lower-case every character (uncased BERT models).
-        strip_accents: drop accents; ``None`` means "same as `lowercase`" (BERT's
-            convention).
+        strip_accents: drop accents; ``None`` means "same as `lowercase`" (BERT's convention).
 
     Example:
         >>> bert_normalize("Héllo\\tWÖRLD\\x00 中文")
@@ -162,10 +160,8 @@ def wordpiece_split(
     word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##", max_chars: int = 100
 ) -> list:
     """Greedy longest-match-first WordPiece: take the longest vocabulary entry that starts the
-    word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word
-    that
-    cannot be covered, or is longer than `max_chars` characters, becomes one
-    `unk_token`, which
+    word, then the longest ``##``-prefixed entry that starts the rest, and so on. A word that
+    cannot be covered, or is longer than `max_chars` characters, becomes one `unk_token`, which
     must be in `vocab`.
 
     Example:

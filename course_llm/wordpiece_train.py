@@ -73,20 +73,17 @@ def train_wordpiece(
 ):
     """Learn a WordPiece vocabulary from word counts: start from single characters
     (``##``-prefixed inside a word) and repeatedly merge the best-scoring adjacent pair
-    (see :func:`pair_scores`) in every word, adding the merged piece to the vocabulary,
-    until it
+    (see :func:`pair_scores`) in every word, adding the merged piece to the vocabulary, until it
     has `vocab_size` entries. Only the words that contain the merged pair are recounted.
 
     Args:
         counts: ``{word: count}``, e.g. from `course_llm.wordpiece.count_words`.
-        vocab_size: entries of the vocabulary, special tokens and single characters
-            included.
+        vocab_size: entries of the vocabulary, special tokens and single characters included.
         criterion: ``"likelihood"`` (WordPiece's rule) or ``"frequency"`` (BPE's).
         special_tokens: the tokens that come first (BERT's five by default).
 
     Returns:
-        ``(vocab, merges)``: ``{token: id}`` (special tokens first) and the merged pairs
-        in order.
+        ``(vocab, merges)``: ``{token: id}`` (special tokens first) and the merged pairs in order.
 
     Example:
         >>> vocab, merges = train_wordpiece({"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5}, 13)

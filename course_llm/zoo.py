@@ -25,21 +25,16 @@ def stream_loss(
 ) -> float:
     """Mean next-token loss (nats) of `model` over the whole stream `ids`, by sliding windows.
 
-    Every position after the first is predicted exactly once, from the preceding ``<=
-    context``
-    tokens (at least ``context - stride`` of them after the first window). Every window
-    holds
-    the same number of tokens, so ``batch_size`` windows go through the model in one
-    call.
+    Every position after the first is predicted exactly once, from the preceding ``<= context``
+    tokens (at least ``context - stride`` of them after the first window). Every window holds
+    the same number of tokens, so ``batch_size`` windows go through the model in one call.
 
     Args:
         model: a language model called as ``model(idx) -> (logits, loss)``.
         ids: 1-D integer tensor of token ids.
         context: window length (at most the model's context).
-        stride: how far each window moves (default ``context // 2``), ``1 <= stride <=
-            context``.
-        batch_size: windows per model call (memory: ``batch_size * context`` logits
-            rows).
+        stride: how far each window moves (default ``context // 2``), ``1 <= stride <= context``.
+        batch_size: windows per model call (memory: ``batch_size * context`` logits rows).
 
     Example:
         >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, block_size=8, n_layer=1, d_model=8, n_head=2))
@@ -132,8 +127,7 @@ def load(name: str):
     """Load a shipped checkpoint: ``(model, tokenizer)``, the model in eval mode on the CPU.
 
     ``"gpt-shakespeare-char"`` gives a `course_llm.gpt.GPT` (called as ``model(idx)`` ->
-    ``(logits, loss)``) and a `course_llm.tokenizers.CharTokenizer` with ``encode(str)
-    ->
+    ``(logits, loss)``) and a `course_llm.tokenizers.CharTokenizer` with ``encode(str) ->
     list[int]`` and ``decode(list[int]) -> str``.
 
     Example:

@@ -38,8 +38,7 @@ def expect_close(
 ) -> None:
     """Fail unless `got` is a number within `abs_ + rel * |want|` of `want` (the allclose rule).
 
-    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else
-    fails
+    `got` may be an int, a float, a numpy scalar or a one-element tensor; anything else fails
     with a message saying what was returned.
 
     Args:

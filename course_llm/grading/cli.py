@@ -131,13 +131,11 @@ def make_student(
     """Write ``out/NAME.ipynb`` for every ``solutions/NAME.ipynb``; with `check_only`, write nothing.
 
     Returns:
-        The student notebooks that differ from (or are missing next to) their reference;
-        after a
+        The student notebooks that differ from (or are missing next to) their reference; after a
         normal run, those it rewrote.
 
     Raises:
-        GradingError: `solutions` is not a folder, or a reference has unbalanced
-            markers.
+        GradingError: `solutions` is not a folder, or a reference has unbalanced markers.
     """
     solutions, out = Path(solutions), Path(out)
     if not solutions.is_dir():
@@ -298,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``course-llm`` command with `argv` (default: the process's arguments).
 
     Returns:
-        Exit status 0 when the command ran, 1 for ``make-student --check`` with
-        differences, and
+        Exit status 0 when the command ran, 1 for ``make-student --check`` with differences, and
         2 when it could not run.
     """
     args = _parser().parse_args(argv)

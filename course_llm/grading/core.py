@@ -62,11 +62,9 @@ class Check:
         name: short identifier shown in the table.
         points: points earned when the check passes.
         hint: what to look at when it fails.
-        fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to
-            fail.
+        fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to fail.
         visibility: ``"visible"``; ``"hidden"`` or ``"after_due_date"`` for a check that
-            ``course-llm grade`` runs but the student's in-notebook `check` does not
-            (its inputs
+            ``course-llm grade`` runs but the student's in-notebook `check` does not (its inputs
             and messages stay unseen until the instructor publishes them).
     """
 
@@ -84,18 +82,14 @@ class Exercise:
     """A graded exercise: the functions a student writes and the checks that grade them.
 
     Args:
-        name: the exercise's name, also the stem of its notebooks
-            (``"01_ngram_counts"``).
+        name: the exercise's name, also the stem of its notebooks (``"01_ngram_counts"``).
         functions: names of the functions the student must define.
         title: one line for the table and ``course-llm list``.
         forbidden: dotted names of package functions that are switched off while grading
             (the oracle the student is asked to write).
-        mutates: names (or 0-based positions) of the arguments the student's functions
-            are
-            expected to write in place, e.g. a preallocated cache. Writing into any
-            other
-            argument still fails the call; the declared ones are copied back into the
-            check's
+        mutates: names (or 0-based positions) of the arguments the student's functions are
+            expected to write in place, e.g. a preallocated cache. Writing into any other
+            argument still fails the call; the declared ones are copied back into the check's
             own objects after each call, so the check can inspect them.
 
     Example:
@@ -240,11 +234,9 @@ def run_checks(
 
     Args:
         exercise: what to grade.
-        backend: object with ``call(name, args, kwargs, timeout)`` returning the decoded
-            result or
+        backend: object with ``call(name, args, kwargs, timeout)`` returning the decoded result or
             raising `StudentError`; optional attributes ``notes`` (list of str) and
-            ``load_seconds`` (time spent loading the submission, not charged to the
-            checks).
+            ``load_seconds`` (time spent loading the submission, not charged to the checks).
         submission: label for the report.
         seed: seed of the random inputs; None draws a fresh one.
         timeout: seconds allowed per check.
@@ -363,8 +355,7 @@ class LocalBackend:
 def write_back(originals: tuple, mutated: dict) -> None:
     """Copy the arguments a call wrote (``CallOutcome.mutated``, decoded) into the caller's objects.
 
-    Tensors and arrays are overwritten in place (same shape required), lists and dicts
-    get the
+    Tensors and arrays are overwritten in place (same shape required), lists and dicts get the
     new contents; other objects cannot be updated and are left as they were.
 
     Example:
@@ -405,15 +396,13 @@ def check(
 
     Args:
         name: the exercise (``"01_ngram_counts"``); ``course-llm list`` shows them all.
-        namespace: where to find the functions; default: the caller's globals (your
-            notebook).
+        namespace: where to find the functions; default: the caller's globals (your notebook).
         seed: seed of the random inputs; default a fresh one.
         timeout: seconds allowed per check.
         quiet: return the report without printing it.
 
     Returns:
-        The `Report`, or None inside the grader's worker process (where self-checks are
-        skipped).
+        The `Report`, or None inside the grader's worker process (where self-checks are skipped).
 
     Example:
         >>> def count_ngrams(sequences, n):

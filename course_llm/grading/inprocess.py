@@ -21,16 +21,11 @@ __all__ = ['InProcessBackend']
 class InProcessBackend(WorkerBackend):
     """`WorkerBackend` without the process, for trusted code only (references, planted bugs).
 
-    The worker's `load_submission` and `serve_call` run here and their replies are read
-    as a
-    worker's. Nothing is isolated and loading has no time limit; a call's limit is an
-    alarm
-    (main thread only). While it runs, ``COURSE_LLM_GRADING`` is set (the submission's
-    own
-    `check` calls are skipped, as in a worker) and the exercise's forbidden functions
-    are
-    switched off with `forbid` (they are not removed from the package as in the
-    sandbox), so
+    The worker's `load_submission` and `serve_call` run here and their replies are read as a
+    worker's. Nothing is isolated and loading has no time limit; a call's limit is an alarm
+    (main thread only). While it runs, ``COURSE_LLM_GRADING`` is set (the submission's own
+    `check` calls are skipped, as in a worker) and the exercise's forbidden functions are
+    switched off with `forbid` (they are not removed from the package as in the sandbox), so
     use one at a time, from the main thread.
 
     Args:

@@ -42,8 +42,7 @@ class Limits:
         memory_mb: address space in MiB (torch alone maps about 0.7 GB).
         file_mb: largest file the worker may write, in MiB.
         open_files: file descriptors.
-        processes: processes and threads of the worker's user (enforced for non-root
-            users only).
+        processes: processes and threads of the worker's user (enforced for non-root users only).
         cpu_seconds: CPU time of the worker.
 
     Example:
@@ -67,8 +66,7 @@ class Limits:
 def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
     """Apply `limits` to the calling process (a ``preexec_fn``); with `drop_to`, become that user.
 
-    Runs in the child between fork and exec: it only calls `setrlimit`, `setgroups`,
-        `setgid`
+    Runs in the child between fork and exec: it only calls `setrlimit`, `setgroups`, `setgid`
     and `setuid`.
     """
     mib = 2**20
@@ -89,8 +87,7 @@ def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
 # %% ../../nbs/grading/04_isolation.ipynb #4097609c
 def strip_definitions(source: str, names: set, message: str) -> str:
     """`source` with the bodies of its top-level functions and classes called one of `names`
-    replaced by ``raise RuntimeError(message)`` (for a class: the body of each of its
-    methods).
+    replaced by ``raise RuntimeError(message)`` (for a class: the body of each of its methods).
 
     Example:
         >>> print(strip_definitions("def f(x):\\n    return 2 * x\\n", {"f"}, "no"))
@@ -155,12 +152,10 @@ def package_view(forbidden: tuple) -> Path:
     """A folder holding a copy of ``course_llm`` whose `forbidden` definitions raise.
 
     Args:
-        forbidden: dotted names (``"course_llm.ngram.count_ngrams"``), as in
-            `Exercise.forbidden`.
+        forbidden: dotted names (``"course_llm.ngram.count_ngrams"``), as in `Exercise.forbidden`.
 
     Returns:
-        The folder that contains the copy (``view / "course_llm"``), readable by every
-        user.
+        The folder that contains the copy (``view / "course_llm"``), readable by every user.
     """
     import importlib
     import inspect
@@ -245,8 +240,7 @@ def sandbox_mode(requested: str = "auto") -> str:
     machine allows.
 
     Raises:
-        GradingError: ``"bwrap"`` was asked for and bubblewrap is missing or does not
-            work.
+        GradingError: ``"bwrap"`` was asked for and bubblewrap is missing or does not work.
 
     Example:
         >>> sandbox_mode("rlimits")
@@ -315,12 +309,10 @@ def worker_command(
 
     Args:
         mode: ``"bwrap"`` or ``"rlimits"`` (`sandbox_mode`).
-        workdir: the worker's private folder on the host; its ``submission/`` subfolder
-            holds
+        workdir: the worker's private folder on the host; its ``submission/`` subfolder holds
             the copy of the submission (and becomes the working directory).
         view: the stripped package copy (`package_view`).
-        python_code: what ``python -I -B -c`` runs after putting the package first on
-            `sys.path`.
+        python_code: what ``python -I -B -c`` runs after putting the package first on `sys.path`.
     """
     package = _package_dir()
     if mode == "bwrap":

@@ -211,18 +211,15 @@ def grade_path(
 ) -> list[Report]:
     """Grade a file, or every submission in a folder, and return one `Report` per submission.
 
-    In a folder every file is copied to a private staging folder before any worker
-    starts, so
-    what a submission does while it runs cannot change what another one is graded on; a
-    file
+    In a folder every file is copied to a private staging folder before any worker starts, so
+    what a submission does while it runs cannot change what another one is graded on; a file
     that cannot be graded becomes a row with score 0 and a note.
 
     Args:
         path: a ``.ipynb``, a ``.py`` or a folder of them.
         exercise: the exercise's name when the files do not say it.
         jobs: submissions graded at the same time (folder mode).
-        **options: passed to `grade_file` (seed, timeout, total_timeout, max_output,
-            limits, sandbox).
+        **options: passed to `grade_file` (seed, timeout, total_timeout, max_output, limits, sandbox).
 
     Raises:
         GradingError: the path does not exist, or (single file) cannot be graded.

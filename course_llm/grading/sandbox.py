@@ -49,8 +49,7 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     """`text` with control characters (ANSI escapes, carriage returns, ...) shown as escapes.
 
     Names and messages that came from a submission pass through this before they reach a
-    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or
-    start a
+    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or start a
     fake row. Tabs are kept, newlines only with `keep_newlines`.
 
     Example:
@@ -294,8 +293,7 @@ def _declared(
 ) -> tuple[set, set]:
     """The positions and keyword names among (args, kwargs) that `mutates` allows `fn` to write.
 
-    `mutates` holds parameter names or 0-based positions; a name given positionally is
-    found
+    `mutates` holds parameter names or 0-based positions; a name given positionally is found
     through `fn`'s signature.
     """
     try:
@@ -360,12 +358,10 @@ def guarded_call(
         args: positional arguments (left as they were if `fn` is well behaved).
         kwargs: keyword arguments.
         max_output: characters of printing allowed before the call is stopped.
-        time_limit: seconds, enforced with an alarm signal in the main thread
-            (in-process use);
+        time_limit: seconds, enforced with an alarm signal in the main thread (in-process use);
             None when the caller enforces it from outside (the worker process).
         check_inputs: compare the arguments before and after the call.
-        mutates: names or 0-based positions of the arguments `fn` is expected to write
-            in
+        mutates: names or 0-based positions of the arguments `fn` is expected to write in
             place: they are not compared, and their final state is returned in
             ``CallOutcome.mutated``.
 

@@ -99,10 +99,8 @@ class _SafeUnpickler(pickle.Unpickler):
 def dump_plain(obj: Any) -> bytes:
     """`obj` (plain data from `encode_result`) pickled without shared references.
 
-    The pickler's memo is off, so every object is written where it occurs: what the
-    grader reads
-    back is a tree no larger than the bytes it received (a memo would let a few
-    kilobytes name
+    The pickler's memo is off, so every object is written where it occurs: what the grader reads
+    back is a tree no larger than the bytes it received (a memo would let a few kilobytes name
     one object a billion times).
 
     Example:
@@ -153,10 +151,8 @@ def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
 def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000) -> Any:
     """Read bytes made by ``dump_plain(encode_result(x))`` back, accepting only plain data.
 
-    The bytes are checked before they are loaded: no shared references (so the size of
-        what is
-    built is bounded by the size of the bytes), at most `max_ops` opcodes, nesting at
-    most
+    The bytes are checked before they are loaded: no shared references (so the size of what is
+    built is bounded by the size of the bytes), at most `max_ops` opcodes, nesting at most
     `max_depth` deep. A forged reply therefore costs time linear in its (capped) size.
 
     Raises:

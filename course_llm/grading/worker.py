@@ -78,8 +78,7 @@ def load_submission(setup: dict) -> tuple[dict, bytes]:
             ``max_output``; see `WorkerBackend`).
 
     Returns:
-        The namespace, and the reply (`dump_plain`) listing the load notes and the
-        missing names.
+        The namespace, and the reply (`dump_plain`) listing the load notes and the missing names.
     """
     namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
     notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
@@ -92,8 +91,7 @@ def serve_call(
 ) -> bytes:
     """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
 
-    `time_limit` is None in the worker (the grader kills it from outside) and an alarm
-    in-process.
+    `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
     """
     name, args, kwargs = request
     outcome = guarded_call(
@@ -152,16 +150,12 @@ class WorkerBackend:
     Args:
         cells: the submission's code (`read_submission`).
         exercise: the exercise being graded.
-        cwd: unused, kept for callers of earlier versions (the worker always runs in a
-            private,
+        cwd: unused, kept for callers of earlier versions (the worker always runs in a private,
             empty folder holding only the copy of `files`).
         module_name: ``__name__`` the code sees (``"__main__"`` for notebooks).
-        load_timeout: seconds allowed to execute the cells (not counted in the checks'
-            time).
-        max_output: characters the student's code may print per call (and per cell while
-            loading).
-        files: ``{name: bytes}`` copied into the worker's private folder (the submission
-            itself).
+        load_timeout: seconds allowed to execute the cells (not counted in the checks' time).
+        max_output: characters the student's code may print per call (and per cell while loading).
+        files: ``{name: bytes}`` copied into the worker's private folder (the submission itself).
         limits: the worker's resource `Limits` (default `Limits()`).
         sandbox: ``"auto"``, ``"bwrap"`` or ``"rlimits"`` (see `sandbox_mode`).
     """

@@ -30,8 +30,7 @@ def random_corpus(
         rng: the check's generator.
         n_sequences: (min, max) number of sequences.
         lengths: (min, max) length of a sequence.
-        min_long: this many extra sequences of length >= 5, so every kind of n-gram
-            occurs.
+        min_long: this many extra sequences of length >= 5, so every kind of n-gram occurs.
 
     Example:
         >>> len(random_corpus(random.Random(0), (2, 2), (1, 1), min_long=1))

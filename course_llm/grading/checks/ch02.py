@@ -62,8 +62,7 @@ def random_ids(rng, length: int, high: int = 300) -> list[int]:
 
 def random_text(rng, n_words: int, extras: bool = False) -> str:
     """`n_words` words made of random syllables, separated by spaces; with `extras`, some words
-    are capitalised or followed by punctuation, digits, non-ASCII characters or
-    whitespace.
+    are capitalised or followed by punctuation, digits, non-ASCII characters or whitespace.
 
     Example:
         >>> import random
@@ -297,8 +296,7 @@ def gpt2_case(text: str) -> tuple:
     """The GPT-2 ids of the bytes of `text`, and the GPT-2 merges that can apply to them.
 
     Returns:
-        ``(ids, merges)`` with ``merges`` in rank order; ``encode_with_merges(ids,
-        merges)`` is
+        ``(ids, merges)`` with ``merges`` in rank order; ``encode_with_merges(ids, merges)`` is
         GPT-2's encoding of `text` as one chunk.
 
     Example:
@@ -396,10 +394,8 @@ def _wrong_order(got, data, merges) -> str:
 
 def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
     """The first of up to `tries` random cases ``(data, merges) = draw(rng)`` whose encoding by rank
-    differs from its encoding by frequency and leftmost-first, so that a check using it
-    tests the
-    order of the merges on every seed (random text alone often encodes the same either
-    way).
+    differs from its encoding by frequency and leftmost-first, so that a check using it tests the
+    order of the merges on every seed (random text alone often encodes the same either way).
 
     Example:
         >>> import random

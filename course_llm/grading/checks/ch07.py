@@ -116,8 +116,7 @@ def _loss_mistakes(logits, tokens, ignore_index) -> dict:
 def _ignore_some(rng, tokens, ignore_index):
     """Set a random part (not all) of the targets tokens[:, 1:] to ignore_index, and some first tokens.
 
-    The row of one kept target also gets ignore_index as its first token, so that a mask
-    taken from
+    The row of one kept target also gets ignore_index as its first token, so that a mask taken from
     the inputs tokens[:, :-1] instead of the targets keeps a different set of positions.
     """
     B, T = tokens.shape

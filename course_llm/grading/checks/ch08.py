@@ -35,8 +35,7 @@ def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
 
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
     """course_llm.generate.top_p_filter (tested against transformers' TopPLogitsWarper in the test suite),
-    checked here against a brute-force count of each row's nucleus. (Importing
-    transformers inside a check
+    checked here against a brute-force count of each row's nucleus. (Importing transformers inside a check
     took most of its 10 s time limit on a loaded machine.)"""
     want = _package_top_p(logits, p)
     if p < 1 and (~want.isinf()).sum(-1).tolist() != _brute_sizes(logits, p):
@@ -63,8 +62,7 @@ def _nucleus_sizes(logits: torch.Tensor, p: float) -> list[int]:
 def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
     """Random tie-free logits (B, V) and p, away from the edge of the nucleus.
 
-    With `crossing`, some row's nucleus has two or more tokens and some row's leaves
-    tokens out, so
+    With `crossing`, some row's nucleus has two or more tokens and some row's leaves tokens out, so
     that both keeping and dropping the token that crosses p show.
     """
     g = torch_generator(rng)
@@ -326,10 +324,8 @@ def _gapped(logp, scores, gap=1e-4):
 def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
     """Log-probs (k, V) (each row a log-softmax) and beam scores (k,), without near-ties at the top.
 
-    `first`: scores [0, -inf, ...] (the first step, k copies of the prompt), drawn so
-    that some
-    -inf beam has a token among the k best log-probabilities (ranking must use the
-    scores);
+    `first`: scores [0, -inf, ...] (the first step, k copies of the prompt), drawn so that some
+    -inf beam has a token among the k best log-probabilities (ranking must use the scores);
     `lead`: one beam 50 nats ahead of the others; `shared`: two of the k best candidates
     extend the same beam.
     """

@@ -118,10 +118,8 @@ def _compare(student, s, e, max_len, allowed=None, batched=True):
 def _row(rng, T, trap, max_len):
     """Scores of one example of length T with a trap that a plausible bug falls into; returns (s, e, allowed).
 
-    trap "order": the best start lies after the best end; "length": the best pair spans
-    max_len + 1 tokens;
-    "allowed": a question (first tokens) and a tail (last token) that are not allowed
-    carry the best scores.
+    trap "order": the best start lies after the best end; "length": the best pair spans max_len + 1 tokens;
+    "allowed": a question (first tokens) and a tail (last token) that are not allowed carry the best scores.
     """
     g = torch_generator(rng)
     s, e = torch.randn(T, generator=g), torch.randn(T, generator=g)

@@ -47,8 +47,7 @@ def _sentinel(k):
 def _span_oracle(tokens, mask):
     """Brute force: cut the sequence into maximal runs of equal mask, write both sides run by run.
 
-    Cross-checked against `course_llm.objectives.span_corruption`, which walks token by
-    token.
+    Cross-checked against `course_llm.objectives.span_corruption`, which walks token by token.
     """
     inputs, targets, k = [], [], 0
     for noise, run in groupby(zip(tokens, mask), key=lambda pair: pair[1]):
@@ -71,8 +70,7 @@ def _span_oracle(tokens, mask):
 def _from_runs(rng, spans, lead, trail):
     """Tokens and a mask with noise runs of the given lengths, separated by 1-3 clean tokens.
 
-    `lead` / `trail`: whether a clean stretch comes before the first / after the last
-    run.
+    `lead` / `trail`: whether a clean stretch comes before the first / after the last run.
     """
     mask = [False] * (rng.randint(1, 3) if lead else 0)
     for i, s in enumerate(spans):

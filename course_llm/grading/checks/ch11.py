@@ -29,8 +29,7 @@ def _oracle(query, docs, k1, b, epsilon=0.25):
 def _collection(rng, common=False):
     """Random docs, none of length avgdl, and their terms with idf > 0.
 
-    Without `common` no term is in more than half of the documents (every idf >= 0, no
-    floor).
+    Without `common` no term is in more than half of the documents (every idf >= 0, no floor).
     """
     while True:
         N = rng.randint(4, 10)

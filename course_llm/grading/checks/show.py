@@ -95,8 +95,7 @@ def expect_values(
     mistakes: dict | None = None,
 ) -> None:
     """Fail unless `got` is a tensor of `want`'s shape within ``atol + rtol * |want|`` of it; the
-    message names the first differing position, both values there, and a few of its
-    neighbours.
+    message names the first differing position, both values there, and a few of its neighbours.
 
     Args:
         got: the student's result.
@@ -104,8 +103,7 @@ def expect_values(
         what: the call that produced `got`.
         atol: absolute tolerance.
         rtol: relative tolerance.
-        mistakes: description -> the result a known mistake produces; when `got` matches
-            one,
+        mistakes: description -> the result a known mistake produces; when `got` matches one,
             the message starts with that description (`which_mistake`).
 
     Example:
@@ -148,8 +146,7 @@ def expect_number(
     mistakes: dict | None = None,
 ) -> None:
     """Fail unless `got` is a number within ``abs_ + rel * |want|`` of `want`; the message shows both
-    at 4 significant digits, led by the description of a known mistake whose value `got`
-    matches.
+    at 4 significant digits, led by the description of a known mistake whose value `got` matches.
 
     Args:
         got: the student's result (a number or a one-element tensor).
