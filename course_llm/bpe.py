@@ -76,7 +76,7 @@ def merge(ids, pair, new_id: int) -> list:
         raise TypeError(f"`pair` must be a tuple (a, b), got {pair!r}")
     a, b = check_int("pair[0]", pair[0], min=0), check_int("pair[1]", pair[1], min=0)
     new_id = check_int("new_id", new_id, min=0)
-    if new_id in ids:
+    if any(i == new_id for i in ids):  # not `in`: bytes only hold ids < 256
         raise ValueError(
             f"`new_id`={new_id} is already used in `ids`: give the merged pair a "
             "fresh id (e.g. one more than the largest id in use)"

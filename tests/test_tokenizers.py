@@ -532,3 +532,15 @@ def test_tokenizer_rejects_bad_input(trained, call, error, match):
 def test_char_word_reject_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_merge_accepts_bytes_and_rejects_an_id_in_use():
+    """BPE starts from a text's bytes; a merged id >= 256 is fresh for any bytes object, and
+    the check that new_id is unused must not ask `bytes` about an int >= 256 (ValueError)."""
+    from course_llm.bpe import merge
+
+    text = b"hello"
+    # oracle: the same merge on the list of the bytes' ints
+    assert merge(text, (108, 108), 300) == merge(list(text), (108, 108), 300) == [104, 101, 300, 111]
+    with pytest.raises(ValueError, match="new_id"):
+        merge(text, (104, 101), 111)  # 111 ('o') is already in the text
