@@ -51,7 +51,7 @@ test: install browser-deps sync-check
 	$(BIN)/course-llm make-student --check
 	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider --durations=30
 	$(MAKE) book
-	$(BIN)/pytest -n 2 tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
+	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
 
 # Debian's chromium for the rendered-book check, and bubblewrap for the grader's sandbox
 # (installed when missing and we are root).

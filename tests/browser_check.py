@@ -104,8 +104,8 @@ def test_page_renders_offline(server, browser, page_path):
         const code = Array.from(document.querySelectorAll('main div.cell_input pre'));
         return {
             scrolling_outputs: outputs.filter(o => o.scrollWidth > o.clientWidth + 1).length,
-            scrolling_code: code.filter(c => c.clientWidth > 0 && c.scrollWidth > c.clientWidth + 1)
-                                .map(c => c.innerText.split('\n').find(l => l.length > 88) || '')
+            scrolling_code: code.filter(c => c.checkVisibility() && c.scrollWidth > c.clientWidth + 1)
+                                .map(c => c.innerText.split('\\n').find(l => l.length > 88) || '')
                                 .map(l => l.slice(0, 60)),
             wide_images: imgs.filter(i => i.getBoundingClientRect().right > main.right + 1)
                              .map(i => i.getAttribute('src')),
