@@ -1529,6 +1529,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'course_llm.rnn_cells.RNNCell.state_size': ( 'rnn_cells.html#rnncell.state_size',
                                                                                    'course_llm/rnn_cells.py'),
                                       'course_llm.rnn_cells.RNNCell.step': ('rnn_cells.html#rnncell.step', 'course_llm/rnn_cells.py'),
+                                      'course_llm.rnn_cells._input_part': ('rnn_cells.html#_input_part', 'course_llm/rnn_cells.py'),
                                       'course_llm.rnn_cells._uniform_init': ('rnn_cells.html#_uniform_init', 'course_llm/rnn_cells.py'),
                                       'course_llm.rnn_cells.hidden_grad_norms': ( 'rnn_cells.html#hidden_grad_norms',
                                                                                   'course_llm/rnn_cells.py')},

@@ -21,6 +21,17 @@ def _uniform_init(module: nn.Module, hidden_size: int):
     for p in module.parameters():
         nn.init.uniform_(p, -bound, bound)
 
+
+def _input_part(cell: nn.Module, u: Tensor) -> Tensor:
+    # W_u u + b for every gate at once, shared by the three cells
+    check_tensor("u", u, dtype="float")
+    if u.ndim < 1 or u.shape[-1] != cell.input_size:
+        raise ValueError(
+            f"`u` must have shape (..., input_size={cell.input_size}), got "
+            f"{tuple(u.shape)}"
+        )
+    return u @ cell.W_u.T + cell.b
+
 # %% ../nbs/03c_rnn_cells.ipynb #19e64896
 class RNNCell(nn.Module):
     r"""One step of a vanilla RNN, written from the equation.
@@ -63,13 +74,7 @@ class RNNCell(nn.Module):
 
     def input_part(self, u: Tensor) -> Tensor:
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``."""
-        check_tensor("u", u, dtype="float")
-        if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(
-                f"`u` must have shape (..., input_size={self.input_size}), got "
-                f"{tuple(u.shape)}"
-            )
-        return u @ self.W_u.T + self.b
+        return _input_part(self, u)
 
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
         """Finish one step given ``pre = input_part(u)``: returns the new hidden state.
@@ -138,13 +143,7 @@ class LSTMCell(nn.Module):
     def input_part(self, u: Tensor) -> Tensor:
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``: all four gates
         at once."""
-        check_tensor("u", u, dtype="float")
-        if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(
-                f"`u` must have shape (..., input_size={self.input_size}), got "
-                f"{tuple(u.shape)}"
-            )
-        return u @ self.W_u.T + self.b
+        return _input_part(self, u)
 
     def step(self, pre: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """Finish one step given ``pre = input_part(u)`` and ``state = (h, c)``.
@@ -216,13 +215,7 @@ class GRUCell(nn.Module):
     def input_part(self, u: Tensor) -> Tensor:
         """:math:`W_u u + b` for inputs of shape ``(..., input_size)``: all three gates
         at once."""
-        check_tensor("u", u, dtype="float")
-        if u.ndim < 1 or u.shape[-1] != self.input_size:
-            raise ValueError(
-                f"`u` must have shape (..., input_size={self.input_size}), "
-                f"got {tuple(u.shape)}"
-            )
-        return u @ self.W_u.T + self.b
+        return _input_part(self, u)
 
     def step(self, pre: Tensor, h: Tensor) -> Tensor:
         """Finish one step given ``pre = input_part(u)``: returns the new hidden state."""
