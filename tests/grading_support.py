@@ -105,23 +105,28 @@ def cli(*args, cwd=ROOT):
 
 
 def assert_bug_loses_exactly_its_checks(bug: Path, reports: list) -> None:
-    """Every report of `bug` fails exactly the checks its ``# expect-fail:`` line names, and the
-    first failing check (in the exercise's order, the one a student reads first) says what the
+    """Three reports of `bug` under three different seeds, each as `assert_report_of_bug` wants."""
+    assert len(reports) == 3 and len({r.seed for r in reports}) == 3
+    for report in reports:
+        assert_report_of_bug(bug, report)
+
+
+def assert_report_of_bug(bug: Path, report) -> None:
+    """The report fails exactly the checks the ``# expect-fail:`` line of `bug` names, and the first
+    failing check (in the exercise's order, the one a student reads first) says what the
     ``# expect-hint:`` line names: its message or hint contains that phrase (ignoring case)."""
     expected_failures = set(header(bug, "expect-fail").split())
     hint = header(bug, "expect-hint").lower()
     exercise = get_exercise(header(bug, "course-llm exercise"))
     assert expected_failures <= {c.name for c in exercise.checks}
-    assert len(reports) == 3 and len({r.seed for r in reports}) == 3
-    for report in reports:
-        failed = [r for r in report.results if not r.passed]
-        assert {r.name for r in failed} == expected_failures, f"seed {report.seed}:\n{report.table()}"
-        lost = sum(c.points for c in exercise.checks if c.name in expected_failures)
-        assert report.score == exercise.max_score - lost
-        first = failed[0]
-        assert hint in f"{first.message}\n{first.hint}".lower(), (
-            f"seed {report.seed}: the first failing check, {first.name}, does not say {hint!r}:\n"
-            f"{report.table()}")
+    failed = [r for r in report.results if not r.passed]
+    assert {r.name for r in failed} == expected_failures, f"seed {report.seed}:\n{report.table()}"
+    lost = sum(c.points for c in exercise.checks if c.name in expected_failures)
+    assert report.score == exercise.max_score - lost
+    first = failed[0]
+    assert hint in f"{first.message}\n{first.hint}".lower(), (
+        f"seed {report.seed}: the first failing check, {first.name}, does not say {hint!r}:\n"
+        f"{report.table()}")
 
 
 def selected(request, name: str) -> list:

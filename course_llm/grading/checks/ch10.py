@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ...attention import MultiHeadAttention
-from .show import expect_values
+from .show import expect_values, first_mismatch
 from course_llm.grading.core import (
     CheckFailed,
     Exercise,
@@ -263,13 +263,23 @@ def _student(student, x, z, w, n_heads, z_mask=None):
 
 
 def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
-    x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
+    # redraw (a few times at most) until every known mistake changes the output: with
+    # wide heads the softmax can be nearly one-hot, and a causal mask that hides no
+    # row's winning key would pass unnoticed
+    for _ in range(20):
+        x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
+        want, mistakes = (
+            _cross_oracle(x, z, w, n_heads),
+            _cross_mistakes(x, z, w, n_heads),
+        )
+        if all(first_mismatch(m, want, 1e-3) is not None for m in mistakes.values()):
+            break
     expect_values(
         _student(student, x, z, w, n_heads),
-        _cross_oracle(x, z, w, n_heads),
+        want,
         _cross_call(x, z, w, n_heads) + note,
         atol=1e-4,
-        mistakes=_cross_mistakes(x, z, w, n_heads),
+        mistakes=mistakes,
     )
 
 

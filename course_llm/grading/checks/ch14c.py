@@ -122,7 +122,7 @@ def values(student, rng):
                 want,
                 _call(z1, tau),
                 rel=0.0,
-                abs_=0.0,
+                abs_=1e-4 * max(1.0, abs(want)),
                 mistakes=_nce_mistakes(z1, z2, tau),
             )
 
@@ -165,12 +165,19 @@ def symmetric_in_the_views(student, rng):
     "dot products",
 )
 def scale_invariant(student, rng):
-    z1, z2, tau = _case(rng, torch.float64)
-    g = torch_generator(rng)
-    s1, s2 = (
-        torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
-        torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
-    )
+    dot = "you used dot products: normalise the vectors first (cosine similarity)"
+    for _ in range(20):  # redraw while dot products would be scale-invariant here too
+        z1, z2, tau = _case(rng, torch.float64)
+        g = torch_generator(rng)
+        s1, s2 = (
+            torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
+            torch.rand(len(z1), 1, generator=g, dtype=torch.float64) * 5 + 0.2,
+        )
+        before = _nce_mistakes(z1, z2, tau)[dot]
+        if abs(_nce_mistakes(z1 * s1, z2 * s2, tau)[dot] - before) > 1e-3 * max(
+            1.0, abs(before)
+        ):  # a saturated softmax (loss near 0 either way) would hide the mistake
+            break
     a = _scalar(student.info_nce(z1, z2, tau), _call(z1, tau))
     b = _scalar(
         student.info_nce(z1 * s1, z2 * s2, tau), _call(z1, tau) + " with rows rescaled"

@@ -68,8 +68,9 @@ def first_mismatch(
 def which_mistake(
     got: Any, mistakes: dict | None, atol: float = 1e-5, rtol: float = 1e-4
 ) -> str:
-    """The first description in `mistakes` (description -> the result that mistake produces)
-    whose result `got` matches within ``atol + rtol * |result|``, or "" when none does.
+    """The description in `mistakes` (description -> the result that mistake produces) whose
+    result `got` matches within ``atol + rtol * |result|``, or "" when none does. When several
+    match (two mistakes can agree to within the tolerance on some inputs), the closest wins.
 
     Example:
         >>> which_mistake(torch.tensor([2.0]), {"summed, not averaged": torch.tensor([2.0])})
@@ -77,13 +78,13 @@ def which_mistake(
     """
     if not isinstance(got, torch.Tensor):
         return ""
-    for description, result in (mistakes or {}).items():
-        if (
-            tuple(got.shape) == tuple(result.shape)
-            and first_mismatch(got, result, atol, rtol) is None
-        ):
-            return description
-    return ""
+    matches = [
+        ((got.detach().double() - result.detach().double()).abs().nan_to_num().max(), d)
+        for d, result in (mistakes or {}).items()
+        if tuple(got.shape) == tuple(result.shape)
+        and first_mismatch(got, result, atol, rtol) is None
+    ]
+    return min(matches, key=lambda m: float(m[0]))[1] if matches else ""
 
 
 def expect_values(
@@ -171,16 +172,14 @@ def expect_number(
         ) from None
     if value == want or abs(value - want) <= abs_ + rel * abs(want):
         return
-    known = next(
-        (
-            d
-            for d, v in (mistakes or {}).items()
-            if value == v
-            or (value != value and v != v)
-            or abs(value - v) <= abs_ + max(rel, 1e-4) * abs(v)
-        ),
-        "",
-    )
+    matches = [
+        (0.0 if value == v or (value != value and v != v) else abs(value - v), d)
+        for d, v in (mistakes or {}).items()
+        if value == v
+        or (value != value and v != v)
+        or abs(value - v) <= abs_ + max(rel, 1e-4) * abs(v)
+    ]  # the closest of the mistakes that match: two can agree to within the tolerance
+    known = min(matches, key=lambda m: m[0])[1] if matches else ""
     raise CheckFailed(
         (f"{known}. " if known else "")
         + f"{what} returned {num(value)}, expected {num(want)}"
