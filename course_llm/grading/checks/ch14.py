@@ -13,7 +13,7 @@ from course_llm.grading.core import (
     register,
     torch_generator,
 )
-from ...pretrained import unpermute_qk as _package_unpermute
+from ...gguf import unpermute_qk as _package_unpermute
 
 # %% auto #0
 __all__ = ['unpermute_exercise', 'several_heads', 'one_head', 'smollm2_shapes']
@@ -28,6 +28,8 @@ unpermute_exercise = register(
             "course_llm.pretrained.unpermute_qk",
             "course_llm.pretrained.load_gguf",
             "course_llm.pretrained.gpt_state_from_gguf",
+            "course_llm.gguf.unpermute_qk",
+            "course_llm.gguf.gpt_state_from_gguf",
         ),
     )
 )
