@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['from_hf', 'relative_position_bucket', 'T5Config', 'RelativeBias', 'cross_attention', 'EncoderLayer', 'DecoderLayer',
-           'T5', 'config_from_hf', 'load_hf_weights', 'greedy_decode']
+           'T5', 'greedy_decode']
 
 # %% ../nbs/10_t5.ipynb #2b63ac24
 import math
@@ -21,6 +21,10 @@ from course_llm.core import (
     check_token_ids,
 )
 from .kv_cache import KVCache
+from course_llm.t5_hf import (  # kept in t5 for compatibility; built in section 10.2
+    config_from_hf,
+    load_hf_weights,
+)
 from course_llm.layers import (
     ConfigAlias,
     RMSNorm,
@@ -408,96 +412,6 @@ class T5(nn.Module):
         m = cls(config_from_hf(model.config))
         load_hf_weights(m, model)
         return m.to(model.device)
-
-# %% ../nbs/10_t5.ipynb #833844ee
-def config_from_hf(h):
-    """The `T5Config` of a `transformers.T5Config`.
-
-    Example:
-        >>> import transformers
-        >>> config_from_hf(transformers.T5Config(d_model=32, d_kv=8, num_heads=3)).d_head
-        8
-    """
-    return T5Config(
-        vocab_size=h.vocab_size,
-        d_model=h.d_model,
-        d_head=h.d_kv,
-        d_ff=h.d_ff,
-        n_layer=h.num_layers,
-        n_decoder_layer=h.num_decoder_layers,
-        n_head=h.num_heads,
-        num_buckets=h.relative_attention_num_buckets,
-        max_distance=h.relative_attention_max_distance,
-        norm_eps=h.layer_norm_epsilon,
-        feed_forward_proj=h.feed_forward_proj,
-        tie_weights=bool(getattr(h, "scale_decoder_outputs", h.tie_word_embeddings)),
-    )
-
-# %% ../nbs/10_t5.ipynb #033b8e83
-def _copy(dst, src):
-    with torch.no_grad():
-        dst.copy_(src)
-
-
-def _load_attn(attn, hf):
-    for ours, theirs in (
-        ("q_proj", "q"),
-        ("k_proj", "k"),
-        ("v_proj", "v"),
-        ("out_proj", "o"),
-    ):
-        _copy(getattr(attn, ours).weight, getattr(hf, theirs).weight)
-
-
-def _load_ffn(ffn, hf, gated):
-    if gated:
-        _copy(ffn.w1.weight, hf.wi_0.weight)
-        _copy(ffn.v.weight, hf.wi_1.weight)
-    else:
-        _copy(ffn.w1.weight, hf.wi.weight)
-    _copy(ffn.w2.weight, hf.wo.weight)
-
-
-def load_hf_weights(m, model):
-    """Copy the weights of a `transformers.T5ForConditionalGeneration` into our `T5` `m`.
-
-    Hugging Face's T5 block is a list of sub-layers: layer[0] self-attention, layer[1]
-    cross-attention (decoder only), then the FFN, each with its own RMSNorm; ours are the
-    `TransformerBlock`'s `attn`/`norm1`, `cross_attn`/`norm_cross`, `ffn`/`norm2`.
-    """
-    c = m.config
-    _copy(m.shared.weight, model.shared.weight)
-    enc, dec = model.encoder, model.decoder
-    _copy(
-        m.enc_bias.embedding.weight,
-        enc.block[0].layer[0].SelfAttention.relative_attention_bias.weight,
-    )
-    _copy(
-        m.dec_bias.embedding.weight,
-        dec.block[0].layer[0].SelfAttention.relative_attention_bias.weight,
-    )
-    for ours, b in zip(m.encoder, enc.block):
-        _load_attn(ours.attn, b.layer[0].SelfAttention)
-        _copy(ours.norm1.weight, b.layer[0].layer_norm.weight)
-        _load_ffn(ours.ffn, b.layer[1].DenseReluDense, c.gated)
-        _copy(ours.norm2.weight, b.layer[1].layer_norm.weight)
-    for ours, b in zip(m.decoder, dec.block):
-        _load_attn(ours.attn, b.layer[0].SelfAttention)
-        _copy(ours.norm1.weight, b.layer[0].layer_norm.weight)
-        _load_attn(ours.cross_attn, b.layer[1].EncDecAttention)
-        _copy(ours.norm_cross.weight, b.layer[1].layer_norm.weight)
-        _load_ffn(ours.ffn, b.layer[2].DenseReluDense, c.gated)
-        _copy(ours.norm2.weight, b.layer[2].layer_norm.weight)
-    _copy(m.enc_norm.weight, enc.final_layer_norm.weight)
-    _copy(m.dec_norm.weight, dec.final_layer_norm.weight)
-    if m.lm_head is not None:
-        _copy(m.lm_head.weight, model.lm_head.weight)
-    elif not torch.equal(model.lm_head.weight, model.shared.weight):
-        raise ValueError(
-            "the model scales decoder outputs (tied v1.0) but its lm_head differs "
-            "from its embedding"
-        )
-    return m
 
 
 from_hf = T5.from_hf  # the old module-level name, one release

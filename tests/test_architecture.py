@@ -26,7 +26,7 @@ RANK = {
     "positions": LAYER, "norms": LAYER, "feedforward": LAYER,
     "ngram": MODELS, "bow": MODELS, "word2vec": MODELS, "rnn": MODELS, "rnn_cells": MODELS,
     "rnn_layers": MODELS, "rnn_classifier": MODELS, "elmo": MODELS, "gpt": MODELS,
-    "bert": MODELS, "t5": MODELS, "vit": MODELS, "gpt_config": MODELS, "gpt_hf": MODELS,
+    "bert": MODELS, "t5": MODELS, "t5_hf": MODELS, "vit": MODELS, "gpt_config": MODELS, "gpt_hf": MODELS,
     "gguf": MODELS,
     "generate": TRAIN, "speculative": TRAIN, "trainer": TRAIN, "train": TRAIN, "train_config": TRAIN,
     "checkpoints": TRAIN, "distributed": TRAIN, "mlm": TRAIN, "objectives": TRAIN, "zoo": TRAIN,
