@@ -22,7 +22,7 @@ RANK = {
     "data": DATA, "optim": DATA,                 # optim: the small shared loop (A.2), used by models
     "bpe": TOKENIZERS, "bpe_ranks": TOKENIZERS, "bpe_files": TOKENIZERS, "fast_bpe": TOKENIZERS,
     "tokenizers": TOKENIZERS, "wordpiece": TOKENIZERS, "wordpiece_train": TOKENIZERS,
-    "attention": LAYER, "kv_cache": LAYER, "layers": LAYER, "moe": LAYER, "flash": LAYER,
+    "attention": LAYER, "masks": LAYER, "kv_cache": LAYER, "layers": LAYER, "moe": LAYER, "flash": LAYER,
     "positions": LAYER, "norms": LAYER, "feedforward": LAYER,
     "ngram": MODELS, "bow": MODELS, "word2vec": MODELS, "rnn": MODELS, "rnn_cells": MODELS,
     "rnn_layers": MODELS, "rnn_classifier": MODELS, "elmo": MODELS, "gpt": MODELS,
