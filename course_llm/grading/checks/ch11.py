@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 
 from ..core import CheckFailed, Exercise, expect, register
-from ...rag import bm25_scores as _package_bm25
+from ...retrieval import bm25_scores as _package_bm25
 
 
 def _oracle(query, docs, k1, b, epsilon=0.25):
-    """rank_bm25.BM25Okapi scores, checked against course_llm.rag.bm25_scores."""
+    """rank_bm25.BM25Okapi scores, checked against course_llm.retrieval.bm25_scores."""
     from rank_bm25 import BM25Okapi
 
     want = [
@@ -109,6 +109,9 @@ bm25_exercise = register(
             "course_llm.rag.bm25_scores",
             "course_llm.rag.bm25_idf",
             "course_llm.rag.BM25Retriever",
+            "course_llm.retrieval.bm25_scores",
+            "course_llm.retrieval.bm25_idf",
+            "course_llm.retrieval.BM25Retriever",
             "rank_bm25.BM25Okapi",
             "rank_bm25.BM25",
             "rank_bm25.BM25L",
