@@ -24,6 +24,7 @@ from .kv_cache import KVCache
 from course_llm.t5_hf import (  # kept in t5 for compatibility; built in section 10.2
     config_from_hf,
     load_hf_weights,
+    t5_config_kwargs,
 )
 from course_llm.layers import (
     ConfigAlias,
@@ -409,7 +410,7 @@ class T5(nn.Module):
                 f"`model` must be a transformers T5ForConditionalGeneration, got "
                 f"{type(model).__name__}"
             )
-        m = cls(config_from_hf(model.config))
+        m = cls(T5Config(**t5_config_kwargs(model.config)))
         load_hf_weights(m, model)
         return m.to(model.device)
 
