@@ -162,3 +162,12 @@ def test_dense_scores_equal_transformers_cosines(dense_docs):
 def test_dense_bad_input(dense_docs, call, err, match):
     with pytest.raises(err, match=match):
         call(dense_docs[0])
+
+
+def test_top_k_orders_and_checks():
+    from course_llm.retrieval import top_k
+    assert top_k(["a", "b", "c"], [0.5, 2.0, 0.5], 3) == ["b", "a", "c"]  # stable on ties
+    with pytest.raises(ValueError, match="one score per passage"):
+        top_k(["a", "b"], [1.0], 1)
+    with pytest.raises((TypeError, ValueError), match="k"):
+        top_k(["a"], [1.0], 0)
