@@ -8,6 +8,8 @@ import math
 import random
 from collections import Counter, defaultdict
 
+import numpy as np
+
 from .core import check_float, check_int
 
 BOS = "<BOS>"
@@ -26,7 +28,7 @@ def _check_sequences(sequences):
             "`sequences` must be a list of token sequences (e.g. a list of lists "
             "of str), not a flat list of tokens: wrap it as [tokens]"
         )
-    sequences = [list(s) for s in sequences]
+    sequences = [s if type(s) is list else list(s) for s in sequences]  # no copy of lists
     for s in sequences:
         if BOS in s or EOS in s:
             raise ValueError(
@@ -58,13 +60,21 @@ def count_ngrams(sequences, n: int) -> Counter:
     stream = []
     for s in sequences:
         stream += [BOS] * (n - 1) + s + [EOS]
-    grams = Counter(zip(*(stream[i:] for i in range(n))))
-    if (
-        n > 1
-    ):  # drop the grams that straddle two sequences (an <EOS> inside their context)
-        for g in [g for g in grams if EOS in g[:-1]]:
-            del grams[g]
-    return grams
+    tokens = list(dict.fromkeys([BOS, EOS] + stream))  # id -> token; <EOS> is id 1
+    if not stream:
+        return Counter()
+    if len(tokens) ** n >= 2**62:  # a gram as one int64 would overflow: count tuples
+        grams = Counter(zip(*(stream[i:] for i in range(n))))
+        return Counter({g: c for g, c in grams.items() if EOS not in g[:-1]})
+    ids = {t: i for i, t in enumerate(tokens)}
+    ids = np.fromiter(map(ids.__getitem__, stream), np.int64, len(stream))
+    windows = np.lib.stride_tricks.sliding_window_view(ids, n)  # (positions, n)
+    windows = windows[(windows[:, :-1] != 1).all(1)]  # drop an <EOS> inside the context
+    place = len(tokens) ** np.arange(n - 1, -1, -1)  # a gram as one base-|tokens| int
+    codes, counts = np.unique(windows @ place, return_counts=True)
+    digits = codes[:, None] // place % len(tokens)  # (distinct grams, n) token ids
+    columns = (np.array(tokens, dtype=object)[d].tolist() for d in digits.T)
+    return Counter(dict(zip(zip(*columns), counts.tolist())))
 
 # %% ../nbs/01_language_models.ipynb #d0eddb9e
 class NGramLM:
