@@ -127,9 +127,15 @@ class NGramLM:
         self.counts = {}  # order m -> {context (m-1 tuple): Counter(next token)}
         self.totals = {}  # order m -> {context: count of the context}
         orders = range(1, self.n + 1) if self.lambdas else [self.n]
+        top = count_ngrams(sequences, self.n)
         for m in orders:
+            # an m-gram is the last m tokens of the n-gram ending at the same position
+            # (the n - 1 <BOS> padding covers the m - 1): sum the top order's counts
+            grams = top if m == self.n else Counter()
+            for gram, c in top.items() if m < self.n else ():
+                grams[gram[self.n - m :]] += c
             table = defaultdict(Counter)
-            for gram, c in count_ngrams(sequences, m).items():
+            for gram, c in grams.items():
                 table[gram[:-1]][gram[-1]] = c
             self.counts[m] = dict(table)
             self.totals[m] = {ctx: sum(cs.values()) for ctx, cs in table.items()}
