@@ -28,7 +28,8 @@ def _check_sequences(sequences):
             "`sequences` must be a list of token sequences (e.g. a list of lists "
             "of str), not a flat list of tokens: wrap it as [tokens]"
         )
-    sequences = [s if type(s) is list else list(s) for s in sequences]  # no copy of lists
+    # lists are used as they are (not copied): nothing here modifies them
+    sequences = [s if type(s) is list else list(s) for s in sequences]
     for s in sequences:
         if BOS in s or EOS in s:
             raise ValueError(
@@ -73,7 +74,7 @@ def count_ngrams(sequences, n: int) -> Counter:
     place = len(tokens) ** np.arange(n - 1, -1, -1)  # a gram as one base-|tokens| int
     codes, counts = np.unique(windows @ place, return_counts=True)
     digits = codes[:, None] // place % len(tokens)  # (distinct grams, n) token ids
-    columns = (np.array(tokens, dtype=object)[d].tolist() for d in digits.T)
+    columns = ([tokens[i] for i in column] for column in digits.T.tolist())
     return Counter(dict(zip(zip(*columns), counts.tolist())))
 
 # %% ../nbs/01_language_models.ipynb #d0eddb9e
