@@ -205,9 +205,10 @@ def elmo_features(
         max_len = check_positive_int("max_len", max_len)
     elmo.eval()
     dev = elmo.E.weight.device
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # little padding
     out = []
     for i in range(0, len(seqs), batch_size):
-        chunk = [s[:max_len] for s in seqs[i : i + batch_size]]
+        chunk = [seqs[j][:max_len] for j in order[i : i + batch_size]]
         x, lengths = pad_batch(chunk, elmo.padding_idx)
         x, lengths = x.to(dev), lengths.to(dev)
         mask = (torch.arange(x.shape[1], device=dev)[None, :] < lengths[:, None])[
@@ -219,7 +220,8 @@ def elmo_features(
                 [(h * mask).sum(1) / lengths[:, None] for h in layers], dim=1
             ).cpu()
         )
-    return torch.cat(out)
+    feats = torch.cat(out)  # in length order
+    return feats[torch.tensor(order).argsort()]  # back in the order of `seqs`
 
 # %% ../nbs/04b_elmo.ipynb #d95f98cf
 class MixProbe(nn.Module):

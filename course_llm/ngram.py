@@ -8,6 +8,8 @@ import math
 import random
 from collections import Counter, defaultdict
 
+import numpy as np
+
 from .core import check_float, check_int
 
 BOS = "<BOS>"
@@ -26,7 +28,8 @@ def _check_sequences(sequences):
             "`sequences` must be a list of token sequences (e.g. a list of lists "
             "of str), not a flat list of tokens: wrap it as [tokens]"
         )
-    sequences = [list(s) for s in sequences]
+    # lists are used as they are (not copied): nothing here modifies them
+    sequences = [s if type(s) is list else list(s) for s in sequences]
     for s in sequences:
         if BOS in s or EOS in s:
             raise ValueError(
@@ -58,13 +61,21 @@ def count_ngrams(sequences, n: int) -> Counter:
     stream = []
     for s in sequences:
         stream += [BOS] * (n - 1) + s + [EOS]
-    grams = Counter(zip(*(stream[i:] for i in range(n))))
-    if (
-        n > 1
-    ):  # drop the grams that straddle two sequences (an <EOS> inside their context)
-        for g in [g for g in grams if EOS in g[:-1]]:
-            del grams[g]
-    return grams
+    tokens = list(dict.fromkeys([BOS, EOS] + stream))  # id -> token; <EOS> is id 1
+    if not stream:
+        return Counter()
+    if len(tokens) ** n >= 2**62:  # a gram as one int64 would overflow: count tuples
+        grams = Counter(zip(*(stream[i:] for i in range(n))))
+        return Counter({g: c for g, c in grams.items() if EOS not in g[:-1]})
+    ids = {t: i for i, t in enumerate(tokens)}
+    ids = np.fromiter(map(ids.__getitem__, stream), np.int64, len(stream))
+    windows = np.lib.stride_tricks.sliding_window_view(ids, n)  # (positions, n)
+    windows = windows[(windows[:, :-1] != 1).all(1)]  # drop an <EOS> inside the context
+    place = len(tokens) ** np.arange(n - 1, -1, -1)  # a gram as one base-|tokens| int
+    codes, counts = np.unique(windows @ place, return_counts=True)
+    digits = codes[:, None] // place % len(tokens)  # (distinct grams, n) token ids
+    columns = ([tokens[i] for i in column] for column in digits.T.tolist())
+    return Counter(dict(zip(zip(*columns), counts.tolist())))
 
 # %% ../nbs/01_language_models.ipynb #d0eddb9e
 class NGramLM:
@@ -117,9 +128,15 @@ class NGramLM:
         self.counts = {}  # order m -> {context (m-1 tuple): Counter(next token)}
         self.totals = {}  # order m -> {context: count of the context}
         orders = range(1, self.n + 1) if self.lambdas else [self.n]
+        top = count_ngrams(sequences, self.n)
         for m in orders:
+            # an m-gram is the last m tokens of the n-gram ending at the same position
+            # (the n - 1 <BOS> padding covers the m - 1): sum the top order's counts
+            grams = top if m == self.n else Counter()
+            for gram, c in top.items() if m < self.n else ():
+                grams[gram[self.n - m :]] += c
             table = defaultdict(Counter)
-            for gram, c in count_ngrams(sequences, m).items():
+            for gram, c in grams.items():
                 table[gram[:-1]][gram[-1]] = c
             self.counts[m] = dict(table)
             self.totals[m] = {ctx: sum(cs.values()) for ctx, cs in table.items()}

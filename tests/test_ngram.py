@@ -139,3 +139,35 @@ def test_wrong_types_raise_type_error(make):
 
 def test_generator_of_sequences_is_read_once():
     assert count_ngrams((list(w) for w in ["ab", "b"]), 1) == count_ngrams([["a", "b"], ["b"]], 1)
+
+
+def _brute_ngrams(seqs, n):
+    out = Counter()
+    for s in seqs:
+        padded = [BOS] * (n - 1) + list(s) + [EOS]
+        for i in range(len(s) + 1):
+            out[tuple(padded[i : i + n])] += 1
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_count_ngrams_equals_brute_force_on_random_sequences(n):
+    rng = random.Random(n)
+    seqs = [[rng.choice("abcd") for _ in range(rng.randrange(7))] for _ in range(60)]
+    assert count_ngrams(seqs, n) == _brute_ngrams(seqs, n)
+
+
+def test_count_ngrams_odd_tokens_and_large_vocabularies():
+    seqs = [[("a", "b"), ("c", "d")], [("a", "b")]]  # tuple tokens stay whole
+    assert count_ngrams(seqs, 2) == _brute_ngrams(seqs, 2)
+    big = [list(range(3000)), list(range(2999, -1, -1))]  # 3000**6 overflows int64 codes
+    assert count_ngrams(big, 6) == _brute_ngrams(big, 6)
+
+
+def test_interpolated_fit_counts_every_order_like_count_ngrams():
+    rng = random.Random(0)
+    seqs = [[rng.choice("abcde") for _ in range(rng.randrange(9))] for _ in range(200)]
+    lm = NGramLM(4, lambdas=(0.1, 0.2, 0.3, 0.4)).fit(seqs)
+    for m in range(1, 5):
+        rebuilt = {ctx + (u,): c for ctx, cs in lm.counts[m].items() for u, c in cs.items()}
+        assert rebuilt == dict(count_ngrams(seqs, m))

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from course_llm.word2vec import (LinearProbe, SkipGram, mean_vectors, nearest_neighbours, noise_distribution,
-                                 skipgram_pairs, train_skipgram)
+                                 skipgram_pairs, train_skipgram, train_skipgram_cached)
 
 
 def test_pairs_brute_force():
@@ -175,3 +175,32 @@ def test_bad_input_is_named(make, error, match):
 def test_skipgram_pairs_rejects_negative_ids():
     with pytest.raises(ValueError, match="ids"):
         skipgram_pairs(torch.tensor([3, -1, 4]), window=1)
+
+
+def test_train_skipgram_cached_loads_what_train_skipgram_trained(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_LLM_CACHE", str(tmp_path))
+    ids = torch.tensor([0, 1, 2, 3, 4] * 20)
+    torch.manual_seed(0)
+    plain, first, again = SkipGram(5, 4), SkipGram(5, 4), SkipGram(5, 4)
+    first.load_state_dict(plain.state_dict())
+    again.load_state_dict(plain.state_dict())
+    oracle = train_skipgram(plain, ids, steps=7, generator=torch.Generator().manual_seed(0))
+    curve = train_skipgram_cached(first, ids, steps=7, generator=torch.Generator().manual_seed(0))
+    assert curve == oracle and torch.equal(first.V.weight, plain.V.weight)
+    (file,) = tmp_path.glob("skipgram-*.safetensors")
+    g = torch.Generator().manual_seed(0)
+    assert train_skipgram_cached(again, ids, steps=7, generator=g) == oracle  # loaded
+    assert torch.equal(again.V.weight, plain.V.weight) and torch.equal(again.U.weight, plain.U.weight)
+    file.write_bytes(b"damaged")  # a damaged file means training again, same numbers
+    torch.manual_seed(0)
+    fresh = SkipGram(5, 4)
+    assert train_skipgram_cached(fresh, ids, steps=7, generator=torch.Generator().manual_seed(0)) == oracle
+
+
+def test_train_skipgram_cached_rejects_bad_input():
+    with pytest.raises(TypeError, match="generator"):
+        train_skipgram_cached(SkipGram(5, 4), torch.tensor([0, 1, 2]), steps=2, generator=None)
+    with pytest.raises(TypeError, match="model"):
+        train_skipgram_cached(torch.nn.Linear(2, 2), torch.tensor([0, 1]), generator=torch.Generator())
+    with pytest.raises(ValueError, match="ids"):
+        train_skipgram_cached(SkipGram(5, 4), torch.tensor([0, 9]), generator=torch.Generator())
