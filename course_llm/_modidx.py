@@ -1511,6 +1511,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'course_llm.rnn.clip_grad_norm': ('neural_lms.html#clip_grad_norm', 'course_llm/rnn.py'),
                                 'course_llm.rnn.generate': ('neural_lms.html#generate', 'course_llm/rnn.py'),
                                 'course_llm.rnn.lm_loss': ('neural_lms.html#lm_loss', 'course_llm/rnn.py'),
+                                'course_llm.rnn.scheduled_sampling_forward': ( 'neural_lms.html#scheduled_sampling_forward',
+                                                                               'course_llm/rnn.py'),
                                 'course_llm.rnn.stream_nll': ('neural_lms.html#stream_nll', 'course_llm/rnn.py')},
             'course_llm.rnn_cells': { 'course_llm.rnn_cells.GRUCell': ('rnn_cells.html#grucell', 'course_llm/rnn_cells.py'),
                                       'course_llm.rnn_cells.GRUCell.__init__': ( 'rnn_cells.html#grucell.__init__',
