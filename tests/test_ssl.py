@@ -148,23 +148,27 @@ def test_clip_loss_rejects_a_scale_that_is_not_a_number(scale):
 from course_llm.ssl import layer_embeddings, nearest_centroid_accuracy, silhouette  # noqa: E402
 
 
-def test_layer_embeddings_match_transformers_hidden_states():
-    transformers = pytest.importorskip("transformers")
-    from course_llm.bert import BERT
+def test_layer_embeddings_match_an_explicit_forward():
+    # oracle: the blocks run one by one by hand (BERT itself is checked against transformers
+    # in tests/test_bert.py), padding left out of each mean by explicit slicing
+    from course_llm.attention import padding_mask
+    from course_llm.bert import BERT, BERTConfig
 
     torch.manual_seed(0)
-    hc = transformers.BertConfig(vocab_size=100, max_position_embeddings=16, hidden_size=32, num_hidden_layers=3,
-                                 num_attention_heads=4, intermediate_size=64, attn_implementation="eager")
-    hf = transformers.BertModel(hc).eval()
+    m = BERT(BERTConfig(vocab_size=100, d_model=32, n_layer=3, n_head=4, d_ff=64, max_len=16)).eval()
     ids = torch.randint(0, 100, (2, 7))
     mask = torch.tensor([[1] * 7, [1] * 4 + [0] * 3])
     with torch.no_grad():
-        ours = layer_embeddings(BERT.from_hf(hf), ids, mask)
-        hidden = hf(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
-    assert ours.shape == (4, 2, 32) and len(hidden) == 4
-    for k, h in enumerate(hidden):  # oracle: transformers' hidden states, mean over real tokens
+        ours = layer_embeddings(m, ids, mask)
+        x = m.ln_emb(m.tok_emb(ids) + m.pos_emb(torch.arange(7)) + m.seg_emb(torch.zeros_like(ids)))
+        hidden = [x]
+        for layer in m.layers:
+            hidden.append(layer(hidden[-1], padding_mask(mask)))
+    assert ours.shape == (4, 2, 32)
+    for k, h in enumerate(hidden):
         want = torch.stack([h[0].mean(0), h[1, :4].mean(0)])
         assert (ours[k] - want).abs().max() < 1e-5
+    assert not m.ln_emb._forward_hooks and not m.layers[0]._forward_hooks  # hooks removed
 
 
 @pytest.mark.parametrize("seed,n,k", [(0, 12, 2), (1, 30, 3), (2, 25, 5)])
