@@ -204,7 +204,7 @@ def _labels01(labels, n: int) -> Tensor:
         raise ValueError("`labels` must be the ints 0/1 (negative/positive)")
     return y
 
-
+# %% ../nbs/03b_bag_of_words.ipynb #3c72d868
 def _check_batches(seqs, labels, batch_size):
     if isinstance(seqs, str) or not hasattr(seqs, "__len__") or len(seqs) == 0:
         raise ValueError(
@@ -212,7 +212,7 @@ def _check_batches(seqs, labels, batch_size):
         )
     return _labels01(labels, len(seqs)), check_positive_int("batch_size", batch_size)
 
-
+# %% ../nbs/03b_bag_of_words.ipynb #691d05ff
 def train_classifier(
     model: nn.Module,
     seqs: Sequence[Tensor],

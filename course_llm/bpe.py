@@ -26,7 +26,7 @@ def _check_id_seq(name: str, ids) -> None:
     if not isinstance(ids, (list, tuple, bytes, bytearray)):
         raise TypeError(f"`{name}` must be a list of int, got {type(ids).__name__}")
 
-
+# %% ../nbs/02b_bpe.ipynb #1f037f5a
 def get_pair_counts(ids, counts=None) -> dict:
     """Count the adjacent pairs of a sequence of ids.
 
@@ -53,7 +53,7 @@ def get_pair_counts(ids, counts=None) -> dict:
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 
-
+# %% ../nbs/02b_bpe.ipynb #d86b7530
 def _merge(ids, a: int, b: int, new_id: int) -> list:
     out, i, n = [], 0, len(ids)
     while i < n:
@@ -65,7 +65,7 @@ def _merge(ids, a: int, b: int, new_id: int) -> list:
             i += 1
     return out
 
-
+# %% ../nbs/02b_bpe.ipynb #db189064
 def merge(ids, pair, new_id: int) -> list:
     """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
 
@@ -89,7 +89,7 @@ def merge(ids, pair, new_id: int) -> list:
         )
     return _merge(ids, a, b, new_id)
 
-
+# %% ../nbs/02b_bpe.ipynb #36c841f5
 def most_frequent_pair(counts: dict) -> tuple:
     """The pair with the highest count; ties go to the smallest pair, so the choice does not
     depend on dictionary order.
@@ -124,7 +124,7 @@ def _check_train_args(text, vocab_size, pattern, n_special=0):
             f"{type(pattern).__name__}"
         )
 
-
+# %% ../nbs/02b_bpe.ipynb #2202f111
 def train_bpe_naive(
     text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN
 ) -> dict:
@@ -234,7 +234,7 @@ def train_merges(chunk_counts: dict, n_merges: int) -> list:
                 where.pop(p, None)
     return merges
 
-
+# %% ../nbs/02b_bpe.ipynb #a21ba02a
 def chunk_counts(text: str, pattern: str = GPT4_SPLIT_PATTERN) -> dict:
     """``{chunk_bytes: count}`` of the pre-split chunks of `text`.
 
@@ -247,7 +247,7 @@ def chunk_counts(text: str, pattern: str = GPT4_SPLIT_PATTERN) -> dict:
     counts = Counter(Splitter(pattern).split(fix_surrogates(text)))
     return {c.encode("utf-8"): n for c, n in counts.items()}
 
-
+# %% ../nbs/02b_bpe.ipynb #67e5f153
 def train_bpe(text: str, vocab_size: int, pattern: str = GPT4_SPLIT_PATTERN) -> dict:
     """Learn BPE merges fast: distinct chunks weighted by count, incremental pair counts.
 
@@ -323,7 +323,7 @@ def check_special_tokens(special_tokens) -> tuple:
         raise ValueError(f"`special_tokens` contains duplicates: {special_tokens}")
     return special_tokens
 
-
+# %% ../nbs/02b_bpe.ipynb #7ab0f82a
 def check_id_list(name: str, ids, vocab_size: int) -> list:
     """Check a sequence of token ids (ints in ``0 .. vocab_size - 1``) and return it as a list.
 

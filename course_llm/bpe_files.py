@@ -64,7 +64,7 @@ def offline_file(name: str, key: str) -> tuple:
     path = locate_package_file(dist, rel, f"{name} vocabulary", f"pip install {dist}")
     return str(path), sha
 
-
+# %% ../nbs/02d_bpe_files.ipynb #a2074b94
 @lru_cache(maxsize=None)
 def tiktoken_encoding(name: str):
     """An offline ``tiktoken.Encoding``: ``"gpt2"`` or ``"cl100k_base"`` (GPT-3.5/GPT-4).

@@ -37,7 +37,7 @@ def bpe_merge(piece: bytes, ranks: dict) -> list:
 _BYTES = [bytes([b]) for b in range(256)]
 NO_RANK = 1 << 62  # larger than any rank; an int compares faster than inf
 
-
+# %% ../nbs/02b2_bpe_ranks.ipynb #d99f08c1
 def _bpe_merge(piece: bytes, ranks: dict) -> list:
     parts = list(map(_BYTES.__getitem__, piece))
     get = ranks.get

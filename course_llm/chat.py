@@ -56,7 +56,7 @@ def check_messages(messages) -> list:
 
 _check_messages = check_messages  # the old private name, kept for one release
 
-
+# %% ../nbs/12_chat.ipynb #8758f334
 def render_chat(
     messages, add_generation_prompt: bool = False, default_system: str = None
 ) -> str:

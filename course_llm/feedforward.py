@@ -74,13 +74,13 @@ ACTIVATIONS = {
 def _activation(name):
     return ACTIVATIONS[check_choice("activation", name, sorted(ACTIVATIONS))]
 
-
+# %% ../nbs/06d_feedforward.ipynb #b5f78577
 def _check_ffn_sizes(d_model, d_ff, bias):
     check_positive_int("d_model", d_model)
     check_positive_int("d_ff", d_ff)
     check_bool("bias", bias)
 
-
+# %% ../nbs/06d_feedforward.ipynb #d447d665
 def glu_hidden_dim(d_model, multiple_of=8):
     """The hidden width of a gated FFN with the compute of a 4d MLP: 8/3 d, rounded up.
 

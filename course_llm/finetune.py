@@ -28,7 +28,7 @@ def _inputs(batch: dict) -> dict:
         )
     return {k: batch[k] for k in _INPUTS if k in batch}
 
-
+# %% ../nbs/09d_finetuning.ipynb #9b8a40fc
 def _check_bert(bert):
     if not isinstance(bert, BERT):
         raise TypeError(
@@ -37,12 +37,12 @@ def _check_bert(bert):
         )
     return bert.config.d_model
 
-
+# %% ../nbs/09d_finetuning.ipynb #12975ea5
 def _check_count(name, n):
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"`{name}` must be a positive int, got {n!r}")
 
-
+# %% ../nbs/09d_finetuning.ipynb #6c060ee0
 def _new_head(d_in, d_out):
     "A linear head initialised like BERT's: weights N(0, 0.02), bias 0."
     head = nn.Linear(d_in, d_out)
@@ -50,7 +50,7 @@ def _new_head(d_in, d_out):
     nn.init.zeros_(head.bias)
     return head
 
-
+# %% ../nbs/09d_finetuning.ipynb #f8c00293
 class Pooler(nn.Module):
     """BERT's pooler: tanh(W h_[CLS] + b), the last hidden state of the first token through a dense layer.
 
@@ -66,7 +66,7 @@ class Pooler(nn.Module):
     def forward(self, hidden):
         return torch.tanh(self.dense(hidden[:, 0]))
 
-
+# %% ../nbs/09d_finetuning.ipynb #db7c71be
 class SequenceClassifier(nn.Module):
     """BERT + pooler + dropout + linear head on [CLS]: logits (B, n_classes) for a sentence or a pair.
 
@@ -150,7 +150,7 @@ class SequenceClassifier(nn.Module):
         )
         return m
 
-
+# %% ../nbs/09d_finetuning.ipynb #ed62e8e5
 class TokenTagger(nn.Module):
     """BERT + dropout + a linear head on every token: logits (B, T, n_tags).
 
@@ -198,7 +198,7 @@ class TokenTagger(nn.Module):
         m.head.load_state_dict(model.classifier.state_dict())
         return m.eval()
 
-
+# %% ../nbs/09d_finetuning.ipynb #9e2f1107
 class SpanQA(nn.Module):
     """BERT + a linear layer giving every token a start score and an end score: two (B, T) tensors.
 
@@ -339,7 +339,7 @@ def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
         )
     return out
 
-
+# %% ../nbs/09d_finetuning.ipynb #ea24f4a3
 def freeze_below(model: nn.Module, n_layers: int) -> int:
     """Freeze the embeddings and the first `n_layers` encoder layers of `model.bert`; return the trainable count.
 
@@ -375,7 +375,7 @@ def freeze_below(model: nn.Module, n_layers: int) -> int:
             p.requires_grad_(False)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
-
+# %% ../nbs/09d_finetuning.ipynb #b1803c8e
 def fine_tune(
     model: nn.Module,
     batches: Sequence[dict],

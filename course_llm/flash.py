@@ -182,7 +182,7 @@ class _TensorBytes(TorchDispatchMode):
                 weakref.finalize(t, self._free, n)
         return out
 
-
+# %% ../nbs/15_flash_attention.ipynb #4d7fb7e5
 def peak_tensor_bytes(fn, *args, **kwargs):
     """Peak bytes of the tensors allocated while ``fn(*args, **kwargs)`` runs (any device).
 

@@ -58,7 +58,7 @@ def top_k_filter(logits, k):
     kth = torch.topk(logits, k)[0][..., -1, None]  # (..., 1)
     return logits.masked_fill(logits < kth, float("-inf"))
 
-
+# %% ../nbs/08_decoding.ipynb #a81e0570
 def top_p_filter(logits, p):
     """Top-p (nucleus): keep the fewest most likely tokens whose probability reaches p.
 
@@ -110,7 +110,7 @@ def _check_prompt(model, idx, n_new, eos_id):
         check_int("eos_id", eos_id, min=0, max=c.vocab_size - 1)
     return c.vocab_size, c.block_size
 
-
+# %% ../nbs/08_decoding.ipynb #2aa08d8d
 def _window_input(out, n, L, caches, step):
     """The tokens to feed at this step: the last window of `out[:, :n]`, or only the newest token.
 
@@ -283,7 +283,7 @@ def _beam_one(model, prompt, k, max_new_tokens, eos_id, length_penalty):
     best = max(finished, key=lambda f: f[0])
     return best[2], best[1]
 
-
+# %% ../nbs/08_decoding.ipynb #2348a1eb
 def beam_search(model, idx, beam_size, max_new_tokens, eos_id=None, length_penalty=0.0):
     """Beam search: keep the `beam_size` partial sequences of highest total log-probability.
 

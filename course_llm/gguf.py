@@ -279,7 +279,7 @@ _GGUF_NAMES = {
     "ffn_down": "ffn.w2",
 }
 
-
+# %% ../nbs/14d_gguf.ipynb #3e92622e
 def gpt_state_from_gguf(tensors, config):
     """Rename GGUF tensors to `GPT` parameter names, undoing the Q/K permutation.
 

@@ -38,7 +38,7 @@ def _rope_theta(hf_config):
     theta = params.get("rope_theta", getattr(hf_config, "rope_theta", None))
     return float(theta if theta is not None else 10000.0)
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #ec7e7bab
 def _config_from_gpt2(h):
     if h.activation_function not in _GPT2_ACTIVATIONS:
         raise ValueError(f"GPT-2 activation {h.activation_function!r} is not supported")
@@ -63,7 +63,7 @@ def _config_from_gpt2(h):
         tie_weights=bool(h.tie_word_embeddings),
     )
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #e4f6498b
 def _config_from_llama(h):
     if h.hidden_act != "silu":
         raise ValueError(
@@ -87,7 +87,7 @@ def _config_from_llama(h):
         tie_weights=bool(h.tie_word_embeddings),
     )
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #e4da4b37
 def _state_from_gpt2(sd, n_layer, d):
     out = {
         "tok_emb.weight": sd["transformer.wte.weight"],
@@ -121,7 +121,7 @@ def _state_from_gpt2(sd, n_layer, d):
             )
     return out
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #35fa193e
 def _state_from_llama(sd, n_layer):
     out = {
         "tok_emb.weight": sd["model.embed_tokens.weight"],
@@ -133,7 +133,7 @@ def _state_from_llama(sd, n_layer):
             out[f"blocks.{i}.{ours}.weight"] = sd[f"model.layers.{i}.{theirs}.weight"]
     return out
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #82dbbf98
 def gpt_from_hf(cls, model):
     """The body of `GPT.from_hf`: an instance of `cls` (a `GPT`) with `model`'s weights.
 
@@ -175,7 +175,7 @@ def gpt_from_hf(cls, model):
         gpt.lm_head.weight = gpt.tok_emb.weight
     return gpt.to(device=param.device, dtype=param.dtype)
 
-
+# %% ../nbs/07g_gpt_hf.ipynb #126add38
 def gpt_to_hf(gpt):
     """The body of `GPT.to_hf`: `gpt` as a `transformers` GPT-2 or Llama model.
 

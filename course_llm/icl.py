@@ -28,7 +28,7 @@ def _check_generator(generator):
             f"{type(generator).__name__}"
         )
 
-
+# %% ../nbs/11_icl.ipynb #ad66ed79
 def permutation_parity(perm):
     """Parity (0 even, 1 odd) of each permutation: the number of inversions mod 2.
 
@@ -52,7 +52,7 @@ def permutation_parity(perm):
     )  # pairs i < j with p_i > p_j
     return inversions % 2
 
-
+# %% ../nbs/11_icl.ipynb #dc3e559c
 def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
     """Sequences of demonstrations x_1 f(x_1) ... x_K f(x_K) of a fresh random bijection f per row.
 
@@ -94,7 +94,7 @@ def mapping_batch(batch_size, n_keys, n_shots, parity=0, generator=None):
     targets[:, 0::2] = -100
     return seq, targets
 
-
+# %% ../nbs/11_icl.ipynb #4a92338d
 def copy_or_guess_accuracy(n_keys, k):
     """Accuracy of the ideal in-context learner after k shots: copy if seen, else guess 1/n.
 
@@ -113,7 +113,7 @@ def _answers_loss(model, batch):
     seq, targets = batch
     return causal_lm_loss(model(seq)[0], targets)
 
-
+# %% ../nbs/11_icl.ipynb #76d13e51
 def fit_answers(
     model, batch_fn, steps, max_lr=3e-3, warmup_steps=30, weight_decay=0.01
 ):
@@ -240,35 +240,35 @@ def accuracy_by_shots(model, seq, targets=None):
 def _copy(s, p, n):
     return list(s)
 
-
+# %% ../nbs/11_icl.ipynb #d938a29e
 def _reverse(s, p, n):
     return s[::-1]
 
-
+# %% ../nbs/11_icl.ipynb #1535be04
 def _rotate_left(s, p, n):
     return s[1:] + s[:1]
 
-
+# %% ../nbs/11_icl.ipynb #2fe5aeb0
 def _rotate_right(s, p, n):
     return s[-1:] + s[:-1]
 
-
+# %% ../nbs/11_icl.ipynb #0887590e
 def _swap_ends(s, p, n):
     return s[-1:] + s[1:-1] + s[:1] if len(s) > 1 else list(s)
 
-
+# %% ../nbs/11_icl.ipynb #192b7374
 def _double(s, p, n):
     return [c for c in s for _ in range(2)]
 
-
+# %% ../nbs/11_icl.ipynb #e4cf8668
 def _repeat_half(s, p, n):
     return s + s[len(s) // 2 :]
 
-
+# %% ../nbs/11_icl.ipynb #1658e958
 def _shift(s, p, n):
     return [(c + p) % n for c in s]
 
-
+# %% ../nbs/11_icl.ipynb #ffa65eaf
 def _substitute(s, p, n):
     return [p[c] for c in s]
 
@@ -289,7 +289,7 @@ STRING_RULES = {
     "substitute": _substitute,
 }
 
-
+# %% ../nbs/11_icl.ipynb #b005cdc2
 def _draw_param(name, param, n_letters, generator):
     """The concrete parameter of one task from a rule spec (fresh draws for random
     families)."""
@@ -302,7 +302,7 @@ def _draw_param(name, param, n_letters, generator):
         return perm.tolist()
     return param
 
-
+# %% ../nbs/11_icl.ipynb #6a1c013e
 def _check_rules(rules, n_letters):
     if not isinstance(rules, (list, tuple)) or not rules:
         raise ValueError(
@@ -347,7 +347,7 @@ def _check_rules(rules, n_letters):
         specs.append((name, param))
     return specs
 
-
+# %% ../nbs/11_icl.ipynb #2ff4fa91
 def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3):
     """Few-shot prompts of string rules: ``x_1 -> y_1 ; ... x_K -> y_K ; x_q -> y_q ;``, one task per row.
 
@@ -405,7 +405,7 @@ def rule_batch(batch_size, n_shots, rules, generator=None, n_letters=8, length=3
     targets = torch.tensor([r + [-100] * (T - len(r)) for r in labels])
     return seq, targets
 
-
+# %% ../nbs/11_icl.ipynb #365e3eed
 def show_rule_prompt(tokens, n_letters):
     """Render one row of `rule_batch` as text: letters a, b, ..., ``->``, ``;`` (padding dropped).
 
@@ -452,7 +452,7 @@ def parity_batch(batch_size, n_bits, chain_of_thought, generator=None):
     targets[:, : n_bits + 1] = -100
     return seq, targets, running[:, -1]
 
-
+# %% ../nbs/11_icl.ipynb #9f514d3b
 @torch.no_grad()
 def final_answer_accuracy(model, seq, y, n_prompt):
     """Greedy-decode after the first `n_prompt` tokens of `seq` and score the last token against y.

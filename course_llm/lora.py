@@ -19,7 +19,7 @@ def _base_weight(base):
         return dequantize(base.qweight)
     return base.weight
 
-
+# %% ../nbs/18_lora.ipynb #621fb9e1
 class LoRALinear(nn.Module):
     """A frozen linear layer plus a low-rank update: ``base(x) + s x A^T B^T``.
 
@@ -87,12 +87,12 @@ def _check_model(model):
     if not isinstance(model, nn.Module):
         raise TypeError(f"`model` must be an nn.Module, got {type(model).__name__}")
 
-
+# %% ../nbs/18_lora.ipynb #a1953cde
 def _set_module(model, name, new):
     parent, _, leaf = name.rpartition(".")
     setattr(model.get_submodule(parent), leaf, new)
 
-
+# %% ../nbs/18_lora.ipynb #0d046e80
 def add_lora(model, r, alpha, targets=("q_proj", "v_proj"), dropout=0.0):
     """Wrap the target linear layers of `model` in `LoRALinear`; freeze everything else.
 
@@ -165,7 +165,7 @@ def add_lora(model, r, alpha, targets=("q_proj", "v_proj"), dropout=0.0):
         _set_module(model, name, LoRALinear(modules[name], r, alpha, dropout))
     return chosen
 
-
+# %% ../nbs/18_lora.ipynb #ed39d45f
 def lora_parameters(model):
     """The tensors LoRA added: A and B of every `LoRALinear` of `model`, in order.
 

@@ -195,7 +195,7 @@ def pack_pair(a, b, max_len, cls_id, sep_id):
     ids = [cls_id] + a + [sep_id] + b + [sep_id]
     return ids, [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
-
+# %% ../nbs/09b_pretraining.ipynb #ddb03ad7
 def pack_pairs(pairs, max_len, cls_id, sep_id, pad_id):
     """A padded batch of NSP pairs for `BERTForPreTraining`.
 
@@ -260,7 +260,7 @@ class MLMHead(nn.Module):
         "Logits (..., vocab_size) from hidden states (..., d_model)."
         return self.decoder(self.ln(F.gelu(self.dense(hidden))))
 
-
+# %% ../nbs/09b_pretraining.ipynb #834cf040
 class NSPHead(nn.Module):
     """Next-sentence head: pool the [CLS] state (dense + tanh), then a 2-way linear classifier.
 

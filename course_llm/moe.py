@@ -143,7 +143,7 @@ def load_balancing_loss(probs, experts):
     P = probs.mean(dim=0)  # (E,) mean probability
     return n_expert * (f * P).sum()
 
-
+# %% ../nbs/19_moe.ipynb #de433a6e
 def router_z_loss(logits):
     """ST-MoE's router z-loss: the mean over tokens of (log sum_i exp h_i(x))^2.
 

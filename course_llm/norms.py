@@ -32,7 +32,7 @@ def _check_norm_args(x, gamma, beta, eps):
             )
     check_float("eps", eps, min=0.0, min_open=True)  # > 0: a constant row divides by it
 
-
+# %% ../nbs/06c_norms.ipynb #f3cf711c
 def layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 

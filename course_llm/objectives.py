@@ -16,7 +16,7 @@ def _check(tokens, rate=None):
     if rate is not None:
         check_float("rate", rate, min=0.0, max=1.0)  # rejects NaN and inf too
 
-
+# %% ../nbs/10b_objectives.ipynb #44cf221b
 def _check_rng(rng):
     if not isinstance(rng, random.Random):
         raise TypeError(
@@ -24,7 +24,7 @@ def _check_rng(rng):
             f"{type(rng).__name__}"
         )
 
-
+# %% ../nbs/10b_objectives.ipynb #e7a6b452
 def sentinel(i):
     """Name of the i-th sentinel token, T5's ``<extra_id_i>`` (the T5 paper's figures write <X>, <Y>, <Z>).
 
@@ -34,7 +34,7 @@ def sentinel(i):
     """
     return f"<extra_id_{check_int('i', i, min=0)}>"
 
-
+# %% ../nbs/10b_objectives.ipynb #9e135e2e
 def iid_noise_mask(n, rate, rng):
     """n independent Bernoulli(rate) draws from `rng` (a `random.Random`)."""
     check_int("n", n, min=1)
@@ -107,7 +107,7 @@ def prefix_lm(tokens, rng, split=None):
         raise ValueError(f"`split` must be in [1, {len(tokens) - 1}], got {split}")
     return list(tokens[:split]), list(tokens[split:])
 
-
+# %% ../nbs/10b_objectives.ipynb #3a0c97af
 def bert_style(tokens, rng, vocab, rate=0.15, mask="<M>"):
     """BERT-style: of `rate` of the tokens, 80% become `mask`, 10% a random `vocab` token, 10% stay.
 
@@ -135,7 +135,7 @@ def bert_style(tokens, rng, vocab, rate=0.15, mask="<M>"):
         )
     return out, list(tokens)
 
-
+# %% ../nbs/10b_objectives.ipynb #4311d35a
 def mass_style(tokens, rng, rate=0.15, mask="<M>"):
     """MASS-style: noised tokens all become `mask`; targets are the original text."""
     _check(tokens, rate)
@@ -143,7 +143,7 @@ def mass_style(tokens, rng, rate=0.15, mask="<M>"):
         mask if m else t for t, m in zip(tokens, iid_noise_mask(len(tokens), rate, rng))
     ], list(tokens)
 
-
+# %% ../nbs/10b_objectives.ipynb #3ed501ef
 def deshuffle(tokens, rng):
     """Deshuffling: inputs are the tokens in random order; targets the original text."""
     _check(tokens)
@@ -152,13 +152,13 @@ def deshuffle(tokens, rng):
     rng.shuffle(inputs)
     return inputs, list(tokens)
 
-
+# %% ../nbs/10b_objectives.ipynb #487cef1a
 def iid_span_replace(tokens, rng, rate=0.15, sentinels=sentinel):
     """I.i.d. noise, replace spans: consecutive noised tokens share one sentinel."""
     _check(tokens, rate)
     return span_corruption(tokens, iid_noise_mask(len(tokens), rate, rng), sentinels)
 
-
+# %% ../nbs/10b_objectives.ipynb #03795437
 def token_drop(tokens, rng, rate=0.15):
     """I.i.d. noise, drop tokens: inputs keep the clean tokens, targets are the dropped
     ones."""
@@ -200,7 +200,7 @@ def random_spans_noise_mask(n, rng, rate=0.15, mean_span=3.0):
         mask += [False] * c + [True] * s
     return mask
 
-
+# %% ../nbs/10b_objectives.ipynb #6834a65b
 def random_spans(tokens, rng, rate=0.15, mean_span=3.0, sentinels=sentinel):
     """Random spans (T5's objective): `span_corruption` with `random_spans_noise_mask`.
 

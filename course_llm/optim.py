@@ -86,7 +86,7 @@ def _to_device(batch, device):
         return type(batch)(_to_device(v, device) for v in batch)
     return batch
 
-
+# %% ../nbs/91_optim.ipynb #03fe18bd
 def fit(
     model: nn.Module,
     batches,

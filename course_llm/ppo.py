@@ -50,7 +50,7 @@ def token_logprobs(logits, ids):
     logp = logits[:, :-1].float().log_softmax(-1)  # (B, T-1, V)
     return logp.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
 
-
+# %% ../nbs/13b_ppo.ipynb #4af126ae
 def sequence_logprobs(model, ids, response_mask):
     """log pi(y | x) = sum of the response tokens' log-probabilities under `model`: shape (batch,).
 
@@ -88,12 +88,12 @@ def _check_pair(name_a, a, name_b, b):
     for name, x in ((name_a, a), (name_b, b)):
         _check_finite(name, x)
 
-
+# %% ../nbs/13b_ppo.ipynb #5a3dcb74
 def _check_finite(name, x):
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
 
-
+# %% ../nbs/13b_ppo.ipynb #d1a1601b
 def _as_mask(mask, like):
     """`mask` (None = all ones) as a float tensor shaped like `like`, with a real token
     in every row."""
@@ -108,7 +108,7 @@ def _as_mask(mask, like):
         )
     return mask.to(like.dtype)
 
-
+# %% ../nbs/13b_ppo.ipynb #95dd5005
 def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     """Per-token rewards r_t = -beta (log pi(y_t) - log pi_SFT(y_t)), plus the score on the last token.
 
@@ -205,7 +205,7 @@ def ppo_clip_loss(logp_new, logp_old, advantages, clip_eps=0.2, mask=None):
     )
     return -_masked_mean(surrogate, mask)
 
-
+# %% ../nbs/13b_ppo.ipynb #59cf13db
 def _masked_mean(x, mask=None):
     return x.mean() if mask is None else (x * mask).sum() / mask.sum().clamp(min=1)
 
@@ -293,7 +293,7 @@ class PPOConfig:
         check_positive_int("epochs", self.epochs)
         check_positive_int("minibatch_size", self.minibatch_size)
 
-
+# %% ../nbs/13b_ppo.ipynb #9123067d
 class PPOTrainer:
     """PPO with a KL penalty to a frozen reference, a value head, GAE and an optional pretraining mix.
 

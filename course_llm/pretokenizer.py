@@ -52,7 +52,7 @@ def is_safe_cut(text: str, p: int) -> bool:
         and not text[p + 1].isspace()
     )
 
-
+# %% ../nbs/02e_pretokenizer.ipynb #29604b84
 def _non_ascii_segments(text: str):
     """Disjoint (start, end) spans around the non-ASCII characters of `text`, cut at
     safe spaces."""

@@ -116,7 +116,7 @@ class GGUFTokenizer(BPETokenizer):
             f"chat_template={'yes' if self.chat_template else 'no'})"
         )
 
-
+# %% ../nbs/14_pretrained.ipynb #6881bcb2
 def tokenizer_from_gguf(meta) -> GGUFTokenizer:
     """The byte-level BPE tokenizer stored in a GGUF file (``tokenizer.ggml.model == "gpt2"``).
 

@@ -74,11 +74,11 @@ def _pack4(codes):
     """uint8 codes in [0, 15], (out, in) -> (out, in // 2): low nibble first."""
     return codes[:, 0::2] | (codes[:, 1::2] << 4)
 
-
+# %% ../nbs/16_quantization.ipynb #682bbbf1
 def _unpack4(packed):
     return torch.stack([packed & 15, packed >> 4], dim=-1).flatten(-2)  # (out, in)
 
-
+# %% ../nbs/16_quantization.ipynb #d228d630
 def quantize_tensor(w, bits, group_size, *, symmetric=True):
     """Quantize a 2-D weight to `bits`-bit integer codes with one scale per group.
 
@@ -229,7 +229,7 @@ def _skipped(name, skip):
         fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(leaf, p) for p in skip
     )
 
-
+# %% ../nbs/16_quantization.ipynb #46b9a10a
 def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True):
     """Replace the `nn.Linear` layers of `model` in place by `QuantLinear`; return the model.
 
@@ -276,7 +276,7 @@ def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True
         setattr(parent, name.rsplit(".", 1)[-1], new)
     return model
 
-
+# %% ../nbs/16_quantization.ipynb #e10e0ea4
 def model_bytes(model):
     """Bytes of a model's parameters and buffers, each storage counted once (tied weights once).
 

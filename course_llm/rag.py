@@ -57,7 +57,7 @@ def _check_random(generator):
             f"got {type(generator).__name__}"
         )
 
-
+# %% ../nbs/11b_rag.ipynb #8992f36a
 def invented_names(count, generator):
     """`count` distinct made-up words from `NAME_POOL` (two different syllables), drawn with a `random.Random`.
 
@@ -71,7 +71,7 @@ def invented_names(count, generator):
     _check_random(generator)
     return generator.sample(NAME_POOL, count)
 
-
+# %% ../nbs/11b_rag.ipynb #64d35710
 def make_world(n_countries, generator):
     """A collection of invented facts: passages and (question, answer) pairs.
 
@@ -131,7 +131,7 @@ class WordVocab:
         )
         return [self.itos[i] for i in ids]
 
-
+# %% ../nbs/11b_rag.ipynb #614c5892
 def rag_prompt(question, passages=()):
     """The generator's prompt: the retrieved passages, then the question.
 
@@ -147,7 +147,7 @@ def rag_prompt(question, passages=()):
         )
     return " ".join([*passages, question])
 
-
+# %% ../nbs/11b_rag.ipynb #9d60fc73
 def qa_batch(examples, vocab):
     """Left-padded (seq, targets) for (prompt, answer) examples, loss on the answer word only.
 
@@ -184,7 +184,7 @@ def qa_batch(examples, vocab):
     targets[:, -1] = seq[:, -1]
     return seq, targets
 
-
+# %% ../nbs/11b_rag.ipynb #755c8d6f
 @torch.no_grad()
 def answer_accuracy(model, vocab, examples):
     """Fraction of (prompt, answer) examples where the greedy next word equals the answer.

@@ -32,7 +32,7 @@ def tokenize(text):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
     return re.findall(r"[a-z0-9]+", text.lower())
 
-
+# %% ../nbs/11c_retrieval.ipynb #e91868d6
 def _check_tokens(name, tokens):
     if not isinstance(tokens, (list, tuple)) or not all(
         isinstance(t, str) for t in tokens
@@ -42,7 +42,7 @@ def _check_tokens(name, tokens):
             f"got {type(tokens).__name__}"
         )
 
-
+# %% ../nbs/11c_retrieval.ipynb #96549988
 def _check_docs(docs):
     if not isinstance(docs, (list, tuple)) or not docs:
         raise ValueError(
@@ -57,7 +57,7 @@ def _check_docs(docs):
             "(the average document length would be 0)"
         )
 
-
+# %% ../nbs/11c_retrieval.ipynb #de81674d
 def bm25_idf(docs, epsilon=0.25):
     """Okapi idf of every term, ln((N - n_t + 0.5) / (n_t + 0.5)), with negative values floored.
 
@@ -85,7 +85,7 @@ def bm25_idf(docs, epsilon=0.25):
     floor = epsilon * sum(idf.values()) / len(idf) if idf else 0.0
     return {t: (floor if v < 0 else v) for t, v in idf.items()}
 
-
+# %% ../nbs/11c_retrieval.ipynb #844da077
 def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
     """BM25 score of every document of `docs` for `query` (Okapi BM25, as `rank_bm25.BM25Okapi`).
 
@@ -124,7 +124,7 @@ def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
         )  # absent terms add 0
     return scores
 
-
+# %% ../nbs/11c_retrieval.ipynb #1f101ff7
 def top_k(passages, scores, k):
     """The `k` passages with the highest `scores`, best first (ties: the earlier passage first).
 
@@ -141,7 +141,7 @@ def top_k(passages, scores, k):
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     return [passages[i] for i in order[:k]]
 
-
+# %% ../nbs/11c_retrieval.ipynb #5c91e5a8
 class BM25Retriever:
     """A sparse retriever: BM25 over a fixed collection of text passages.
 

@@ -108,7 +108,7 @@ def bradley_terry_loss(r_chosen, r_rejected):
     _check_scores(r_chosen=r_chosen, r_rejected=r_rejected)
     return -F.logsigmoid(r_chosen - r_rejected).mean()
 
-
+# %% ../nbs/13_rlhf.ipynb #84d081fe
 def _check_scores(**tensors):
     """Float tensors of one shape, not empty: scores or log-probabilities of the same
     pairs."""
@@ -150,11 +150,11 @@ def ranked_to_pairs(ranked):
         for j in range(i + 1, len(ranked))
     ]
 
-
+# %% ../nbs/13_rlhf.ipynb #3fc41bc1
 def _same(a, b):
     return torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
 
-
+# %% ../nbs/13_rlhf.ipynb #15eaa6ba
 def preference_pairs(prompts, rankings):
     """Comparison triples (x, y_w, y_l) from K ranked responses per prompt, skipping identical responses.
 

@@ -21,7 +21,7 @@ def _uniform_init(module: nn.Module, hidden_size: int):
     for p in module.parameters():
         nn.init.uniform_(p, -bound, bound)
 
-
+# %% ../nbs/03c_rnn_cells.ipynb #0e37b34e
 def _input_part(cell: nn.Module, u: Tensor) -> Tensor:
     # W_u u + b for every gate at once, shared by the three cells
     check_tensor("u", u, dtype="float")

@@ -207,11 +207,11 @@ class _Recurrent(nn.Module):
                     getattr(module, "weight_hr" + sfx).copy_(cell.W_p)
         return module
 
-
+# %% ../nbs/03d_rnn_layers.ipynb #166b8191
 def _h_of(state):
     return state[0] if isinstance(state, tuple) else state
 
-
+# %% ../nbs/03d_rnn_layers.ipynb #4ae05702
 def _where_state(m, new, old):
     if isinstance(new, tuple):
         return tuple(m * a + (1 - m) * b for a, b in zip(new, old))

@@ -31,7 +31,7 @@ def _positive_array(name, x):
         raise ValueError(f"`{name}` must be finite and positive, got {x!r:.60}")
     return a
 
-
+# %% ../nbs/14b_scaling.ipynb #e398a1d9
 def training_flops(n_params, n_tokens):
     """Training compute C = 6 N D in FLOPs (forward 2ND, backward 4ND).
 
@@ -70,7 +70,7 @@ class PowerLawFit:
         """The fitted law at N."""
         return self.E + self.A * _positive_array("N", N) ** (-self.alpha)
 
-
+# %% ../nbs/14b_scaling.ipynb #7ab8b8a9
 def _loglog_fit(x, y):
     """OLS of y = a + b x: returns a, b, standard error of b."""
     X = np.stack([np.ones_like(x), x], axis=1)  # (n, 2)
@@ -81,7 +81,7 @@ def _loglog_fit(x, y):
     cov = s2 * np.linalg.inv(X.T @ X)
     return coef[0], coef[1], math.sqrt(max(cov[1, 1], 0.0)), resid @ resid
 
-
+# %% ../nbs/14b_scaling.ipynb #5105223b
 def fit_power_law(N, L, with_offset=False):
     """Least-squares fit of L = E + A N^(-alpha) in log space (E = 0 unless `with_offset`).
 
@@ -144,7 +144,7 @@ def _check_coefficients(A, B, alpha, beta):
     for name, v in (("A", A), ("B", B), ("alpha", alpha), ("beta", beta)):
         check_float(name, v, min=0, min_open=True)
 
-
+# %% ../nbs/14b_scaling.ipynb #b014ff21
 def chinchilla_loss(
     n_params, n_tokens, E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28
 ):
@@ -160,7 +160,7 @@ def chinchilla_loss(
     L = E + A / N**alpha + B / D**beta
     return float(L) if L.ndim == 0 else L
 
-
+# %% ../nbs/14b_scaling.ipynb #72075521
 def chinchilla_optimal(C, A=406.4, B=410.7, alpha=0.34, beta=0.28):
     """Compute-optimal (N_opt, D_opt) minimising `chinchilla_loss` subject to 6 N D = C.
 

@@ -22,7 +22,7 @@ def _check_id_list(name, ids):
             f"`{name}` must be a list of non-negative int token ids, got {ids!r:.80}"
         )
 
-
+# %% ../nbs/12b_sft.ipynb #5bb50d8f
 def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
     """Concatenate a prompt and a response; labels keep only the response tokens.
 
@@ -54,7 +54,7 @@ def sft_labels(prompt_ids, response_ids, ignore_index: int = -100):
         prompt_ids
     ) + list(response_ids)
 
-
+# %% ../nbs/12b_sft.ipynb #f9622dbf
 def _pieces(tokenizer, messages):
     """(ids, is_response) per piece of the rendered chat: assistant content + <|im_end|>
     train."""
@@ -67,7 +67,7 @@ def _pieces(tokenizer, messages):
             out.append((render_chat([m]), False))
     return [(tokenizer.encode(s, allowed_special="all"), r) for s, r in out]
 
-
+# %% ../nbs/12b_sft.ipynb #b4756ff3
 def build_sft_example(tokenizer, messages, block_size: int, ignore_index: int = -100):
     """Token ids and labels of a conversation; labels are `ignore_index` except on assistant replies.
 
@@ -337,7 +337,7 @@ def _fields(x):
     numbers."""
     return {"a": x[0], "b": x[1]} if isinstance(x, tuple) else {"x": x}
 
-
+# %% ../nbs/12b_sft.ipynb #f5591995
 def instruction_data(
     tasks=None, heldout_phrasings: int = 1, heldout_every: int = 4, seed: int = 0
 ):

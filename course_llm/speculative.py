@@ -56,7 +56,7 @@ def _distribution(logits, temperature, top_k, top_p):
         logits = top_p_filter(logits, top_p)
     return logits.softmax(-1)
 
-
+# %% ../nbs/17_speculative.ipynb #537899a0
 def _verify(p, q, drafted, generator):
     """Leviathan et al.'s rule. p: (k+1, V) target, q: (k, V) draft, drafted: (k,) tokens.
     Returns the accepted count a and the token that follows them."""
@@ -70,7 +70,7 @@ def _verify(p, q, drafted, generator):
         )
     return len(drafted), int(torch.multinomial(p[-1], 1, generator=generator))
 
-
+# %% ../nbs/17_speculative.ipynb #6e665f59
 def _verify_greedy(p_logits, drafted):
     best = p_logits.argmax(-1)  # (k+1,)
     a = 0

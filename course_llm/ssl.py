@@ -40,7 +40,7 @@ def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
     if z1.size(0) < min_rows:
         raise ValueError(f"need a batch of at least {min_rows} rows, got {z1.size(0)}")
 
-
+# %% ../nbs/14c_ssl.ipynb #dcb6e79b
 def info_nce(z1, z2, temperature=0.5):
     """SimCLR's NT-Xent loss over the 2N views: row i of `z1` and row i of `z2` are positives.
 
@@ -188,7 +188,7 @@ def digit_prompts(template="a photo of the digit {}"):
         )
     return [template.format(w) for w in DIGIT_WORDS]
 
-
+# %% ../nbs/14c_ssl.ipynb #d921fc5c
 class TextEncoder(nn.Module):
     """Tiny text encoder: word embeddings + learned positions, one bidirectional block, mean pooling.
 
@@ -310,7 +310,7 @@ class CLIP(nn.Module):
             self.encode_image(images), self.encode_text(texts), self.logit_scale()
         )
 
-
+# %% ../nbs/14c_ssl.ipynb #bd3cc75c
 @torch.no_grad()
 def zero_shot_classify(model, images, class_prompts):
     """Predict the class of each image as the prompt whose embedding is most similar to it.
@@ -391,7 +391,7 @@ def _check_labelled(x, labels, names=("x", "labels")):
     if bool((labels < 0).any()):
         raise ValueError(f"`{names[1]}` must hold class indices >= 0")
 
-
+# %% ../nbs/14c_ssl.ipynb #e29f62fd
 def silhouette(x, labels):
     """Mean silhouette of the rows of `x` (Euclidean distances) under class `labels`.
 
@@ -418,7 +418,7 @@ def silhouette(x, labels):
     s = ((b - a) / torch.maximum(a, b).clamp(min=1e-12)).masked_fill(own == 1, 0.0)
     return s.mean()
 
-
+# %% ../nbs/14c_ssl.ipynb #03448019
 def nearest_centroid_accuracy(train_x, train_y, test_x, test_y):
     """Accuracy of the nearest class-center (NCC) classifier: class means of `train_x`,
     each row of `test_x` assigned to the nearest mean (Euclidean).

@@ -250,7 +250,7 @@ def _pad_bias(attention_mask, dtype):
     """(B, S) 0/1 padding mask -> additive (B, 1, 1, S) float mask."""
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
-
+# %% ../nbs/10_t5.ipynb #7f041210
 class T5(nn.Module):
     """Encoder-decoder transformer with T5's relative position bias (EDTransformer).
 

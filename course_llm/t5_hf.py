@@ -37,7 +37,7 @@ def t5_config_kwargs(h):
         tie_weights=bool(getattr(h, "scale_decoder_outputs", h.tie_word_embeddings)),
     )
 
-
+# %% ../nbs/10c_t5_hf.ipynb #e0804ffc
 def config_from_hf(h):
     """The `T5Config` of a `transformers.T5Config`.
 
@@ -55,7 +55,7 @@ def _copy(dst, src):
     with torch.no_grad():
         dst.copy_(src)
 
-
+# %% ../nbs/10c_t5_hf.ipynb #787603d8
 def _load_attn(attn, hf):
     for ours, theirs in (
         ("q_proj", "q"),
@@ -65,7 +65,7 @@ def _load_attn(attn, hf):
     ):
         _copy(getattr(attn, ours).weight, getattr(hf, theirs).weight)
 
-
+# %% ../nbs/10c_t5_hf.ipynb #2dbbed4e
 def _load_ffn(ffn, hf, gated):
     if gated:
         _copy(ffn.w1.weight, hf.wi_0.weight)
@@ -74,7 +74,7 @@ def _load_ffn(ffn, hf, gated):
         _copy(ffn.w1.weight, hf.wi.weight)
     _copy(ffn.w2.weight, hf.wo.weight)
 
-
+# %% ../nbs/10c_t5_hf.ipynb #e223e49e
 def load_hf_weights(m, model):
     """Copy the weights of a `transformers.T5ForConditionalGeneration` into our `T5` `m`.
 

@@ -49,7 +49,7 @@ def _factory(spec: str, flag: str = "--model"):
         obj = getattr(obj, part)
     return obj
 
-
+# %% ../nbs/07e_command_line.ipynb #dea73e83
 def build_model(
     spec: str,
     kwargs: dict | None = None,
@@ -121,7 +121,7 @@ def _ids_from_file(path) -> torch.Tensor:
         )
     return ids.long()
 
-
+# %% ../nbs/07e_command_line.ipynb #0bc17d23
 def _json_object(flag: str, text: str) -> dict:
     try:
         value = json.loads(text)
@@ -131,7 +131,7 @@ def _json_object(flag: str, text: str) -> dict:
         raise ValueError(f"{flag} must be a JSON object, got {text!r}")
     return value
 
-
+# %% ../nbs/07e_command_line.ipynb #63453900
 def main(argv=None) -> dict:
     """Command line: train a model with :class:`Trainer`, on one process or many under ``torchrun``.
 

@@ -49,7 +49,7 @@ def autocast_dtype(device) -> torch.dtype | None:
 class NonFiniteLossError(RuntimeError):
     """Training stopped because the loss or the gradient norm was NaN or infinite."""
 
-
+# %% ../nbs/07b_training.ipynb #a2ec222f
 def _config_dict(model) -> dict | None:
     config = getattr(model, "config", None)
     if config is not None and is_dataclass(config):
@@ -62,7 +62,7 @@ def _vocab_size(model: nn.Module) -> int | None:
     v = getattr(getattr(model, "config", None), "vocab_size", None)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
-
+# %% ../nbs/07b_training.ipynb #c0c82b4e
 def _token_ids(name: str, ids, vocab_size: int | None) -> torch.Tensor:
     """`ids` as a 1-D LongTensor of token ids, checked against the vocabulary when
     known."""

@@ -225,7 +225,7 @@ def accuracy(model, images, labels, batch_size=512):
     model.train(was_training)
     return (preds == labels.to(preds.device)).float().mean().item()
 
-
+# %% ../nbs/09c_vit.ipynb #a93f9fce
 def train_classifier(
     model, images, labels, epochs=20, batch_size=64, lr=3e-3, weight_decay=0.01, seed=0
 ):

@@ -51,7 +51,7 @@ def is_control(ch: str) -> bool:
         return False
     return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs")
 
-
+# %% ../nbs/09a_wordpiece.ipynb #45689ef5
 def is_whitespace(ch: str) -> bool:
     """True for characters BERT maps to a space (Unicode White_Space, e.g. tab, no-break space).
 
@@ -61,7 +61,7 @@ def is_whitespace(ch: str) -> bool:
     """
     return ch.isspace()
 
-
+# %% ../nbs/09a_wordpiece.ipynb #bd0112fa
 def is_punctuation(ch: str) -> bool:
     """True for characters BERT splits off as their own word: all ASCII punctuation
     (including `$+<=>^`|~`, which Unicode calls symbols) and every Unicode category P*.
@@ -72,7 +72,7 @@ def is_punctuation(ch: str) -> bool:
     """
     return ch in _ASCII_PUNCT or unicodedata.category(ch)[0] == "P"
 
-
+# %% ../nbs/09a_wordpiece.ipynb #ef50e0a6
 def is_cjk(ch: str) -> bool:
     """True for CJK ideographs, which BERT treats as one word each (Chinese has no spaces).
 
@@ -127,7 +127,7 @@ def bert_normalize(text: str, lowercase: bool = True, strip_accents=None) -> str
         text = "".join(c.lower() for c in text)
     return text
 
-
+# %% ../nbs/09a_wordpiece.ipynb #e715af9f
 def pre_tokenize(text: str) -> list:
     """Split normalised text into words: break on whitespace, and make every punctuation
     character a word of its own.
@@ -449,13 +449,13 @@ _CLEANUP = (
     (" 're", "'re"),
 )
 
-
+# %% ../nbs/09a_wordpiece.ipynb #8a1496d9
 def _check_max(max_length, n_special):
     return check_int(
         "max_length", max_length, min=n_special
     )  # room for the special tokens
 
-
+# %% ../nbs/09a_wordpiece.ipynb #e9519392
 def _truncate_pair(x, y, budget):
     n1, n2 = len(x), len(y)
     if n1 + n2 <= budget:

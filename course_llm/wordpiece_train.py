@@ -64,7 +64,7 @@ def _best_pair(pair: Counter, unit: Counter, criterion: str) -> tuple:
     top = max(exact.values())
     return min(p for p, v in exact.items() if v == top)
 
-
+# %% ../nbs/09e_wordpiece_training.ipynb #f23327ee
 def train_wordpiece(
     counts: dict,
     vocab_size: int,

@@ -93,7 +93,7 @@ def names() -> list[str]:
     """
     return sorted(p.name[: -len(".safetensors")] for p in _FOLDER.glob("*.safetensors"))
 
-
+# %% ../nbs/92_zoo.ipynb #8fa6b22d
 def metadata(name: str) -> dict:
     """The metadata a shipped checkpoint records (config, seed, steps, wall time, command).
 
@@ -103,7 +103,7 @@ def metadata(name: str) -> dict:
     """
     return _read(name)[1]
 
-
+# %% ../nbs/92_zoo.ipynb #4289f1ed
 def _read(name: str):
     if not isinstance(name, str) or name not in names():
         raise ValueError(f"`name` must be one of {names()}, got {name!r}")
@@ -122,7 +122,7 @@ def _read(name: str):
         raise ValueError(f"{path} holds {meta.get('name')!r}, not {name!r}")
     return state, meta
 
-
+# %% ../nbs/92_zoo.ipynb #5d5a8516
 def load(name: str):
     """Load a shipped checkpoint: ``(model, tokenizer)``, the model in eval mode on the CPU.
 

@@ -108,3 +108,28 @@ def test_no_private_names_across_modules():
            if target != m and (name or "").startswith("_") and not name.startswith("__")
            or any(part.startswith("_") and part != "__init__" for part in target.split("."))]
     assert not bad, "private names imported from another module:\n" + "\n".join(bad)
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "nbs"
+
+
+def exported_cells():
+    import json
+
+    for path in sorted(NOTEBOOKS.rglob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "code" and src.startswith("#| export"):
+                yield f"{path.relative_to(NOTEBOOKS)} cell {i}", src
+
+
+def test_one_definition_per_exported_cell():
+    """An exported cell holds one function or class (and the statements that go with it), so a
+    reader meets the library a definition at a time and nbdev's cell markers name each one."""
+    crowded = []
+    for where, src in exported_cells():
+        body = ast.parse(src).body
+        n = sum(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for d in body)
+        if n > 1:
+            crowded.append(f"{where}: {n} definitions")
+    assert not crowded, "split these exported cells, one definition each:\n" + "\n".join(crowded)

@@ -18,7 +18,7 @@ __all__ = ['CheckFailed', 'expect', 'expect_close', 'expect_tensor_close', 'torc
 class CheckFailed(AssertionError):
     """Raised by a check when the student's result is wrong; the message says how."""
 
-
+# %% ../../nbs/grading/10_assertions.ipynb #eb71d5a9
 def expect(condition: bool, message: str) -> None:
     """Fail the current check with `message` unless `condition` holds.
 
@@ -32,7 +32,7 @@ def expect(condition: bool, message: str) -> None:
     if not condition:
         raise CheckFailed(message)
 
-
+# %% ../../nbs/grading/10_assertions.ipynb #53a707e2
 def expect_close(
     got: Any, want: float, what: str, rel: float = 1e-5, abs_: float = 1e-6
 ) -> None:
@@ -95,7 +95,7 @@ def expect_tensor_close(got: Any, want, what: str, atol: float = 1e-5) -> None:
         f"{atol:g})",
     )
 
-
+# %% ../../nbs/grading/10_assertions.ipynb #b2452b76
 def torch_generator(rng: random.Random):
     """A `torch.Generator` seeded from a check's `random.Random`, so tensor inputs follow the check's seed.
 

@@ -25,7 +25,7 @@ def _record_line(name: str, data: bytes) -> str:
     )
     return f"{name},sha256={digest},{len(data)}"
 
-
+# %% ../../nbs/grading/06_autograder.ipynb #bb4a45fe
 def build_wheel() -> tuple[str, bytes]:
     """A pure-Python wheel of the installed ``course_llm`` package: ``(file name, bytes)``.
 

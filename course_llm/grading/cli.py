@@ -86,7 +86,7 @@ def strip_solutions(source: str, where: str = "cell") -> str:
         raise ValueError(f"{where}: BEGIN {region} is never closed")
     return "".join(out)
 
-
+# %% ../../nbs/grading/03_cli.ipynb #f710858e
 def make_student_notebook(solution: dict) -> dict:
     """The student notebook (as JSON) generated from a reference `solution` notebook (as JSON).
 
@@ -115,14 +115,14 @@ def make_student_notebook(solution: dict) -> dict:
     clean_nb(nb, allowed_cell_metadata_keys=["tags"])
     return nb
 
-
+# %% ../../nbs/grading/03_cli.ipynb #a4cdb981
 def notebook_text(nb: dict) -> str:
     """`nb` serialised as nbdev-clean writes it."""
     from fastcore.nbio import nb2str
 
     return nb2str(nb)
 
-
+# %% ../../nbs/grading/03_cli.ipynb #6885b3fd
 def make_student(
     solutions: str = "exercises/solutions",
     out: str = "exercises",
@@ -261,7 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the known exercises")
     return parser
 
-
+# %% ../../nbs/grading/03_cli.ipynb #4b90d1fa
 def _missing(reports: list, required: list) -> list:
     """A zero-score report for each exercise in `required` that no report is about."""
     seen, out = {r.exercise for r in reports}, []
@@ -291,7 +291,7 @@ def _missing(reports: list, required: list) -> list:
             )
     return out
 
-
+# %% ../../nbs/grading/03_cli.ipynb #ed942f7b
 def main(argv: list[str] | None = None) -> int:
     """Run the ``course-llm`` command with `argv` (default: the process's arguments).
 

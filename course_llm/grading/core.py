@@ -48,7 +48,7 @@ __all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'Check', 'Exercise', 
 class GradingError(Exception):
     """Grading itself cannot run (missing file, invalid notebook, unknown exercise)."""
 
-
+# %% ../../nbs/grading/00_core.ipynb #225beb67
 class StudentError(Exception):
     """A call into the student's code did not return a usable value; the message says
     why."""
@@ -77,7 +77,7 @@ class Check:
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
-
+# %% ../../nbs/grading/00_core.ipynb #ddabd485
 class Exercise:
     """A graded exercise: the functions a student writes and the checks that grade them.
 
@@ -172,7 +172,7 @@ def register(exercise: Exercise) -> Exercise:
     _REGISTRY[exercise.name] = exercise
     return exercise
 
-
+# %% ../../nbs/grading/00_core.ipynb #0fb83a16
 def exercises() -> dict[str, Exercise]:
     """All known exercises by name, after importing every module of ``course_llm.grading.checks``.
 
@@ -186,7 +186,7 @@ def exercises() -> dict[str, Exercise]:
         importlib.import_module(f"{checks.__name__}.{module.name}")
     return dict(sorted(_REGISTRY.items()))
 
-
+# %% ../../nbs/grading/00_core.ipynb #5e885e9b
 def get_exercise(name: str) -> Exercise:
     """The exercise called `name`; `GradingError` listing the known names if there is none.
 
@@ -220,7 +220,7 @@ class Student:
 
         return call
 
-
+# %% ../../nbs/grading/00_core.ipynb #435c52be
 def run_checks(
     exercise: Exercise,
     backend: Any,
@@ -351,7 +351,7 @@ class LocalBackend:
             write_back(originals, decode_result(outcome.mutated))
         return decode_result(outcome.payload)
 
-
+# %% ../../nbs/grading/00_core.ipynb #dd9f473e
 def write_back(originals: tuple, mutated: dict) -> None:
     """Copy the arguments a call wrote (``CallOutcome.mutated``, decoded) into the caller's objects.
 
@@ -384,7 +384,7 @@ def write_back(originals: tuple, mutated: dict) -> None:
             old.clear()
             old.update(new)
 
-
+# %% ../../nbs/grading/00_core.ipynb #a5e80fe1
 def check(
     name: str,
     namespace: dict | None = None,

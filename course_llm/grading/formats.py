@@ -39,7 +39,7 @@ def summary_table(reports: list[Report]) -> str:
     lines.append(f"{len(reports)} submissions, {total}/{possible} points in all")
     return "\n".join(lines)
 
-
+# %% ../../nbs/grading/05_formats.ipynb #d33af341
 def reports_to_json(reports: list[Report], folder: bool) -> dict:
     """The gradebook record: one submission's `Report.to_dict`, or for a folder every submission
     plus totals (``score``, ``max_score``) and a per-exercise summary."""
@@ -123,12 +123,12 @@ def student_id(submission: str, root: str) -> str:
         parts = (Path(submission).name,)
     return parts[0] if len(parts) > 1 else Path(parts[0]).stem
 
-
+# %% ../../nbs/grading/05_formats.ipynb #5cb6a02b
 def _cell(value) -> str:
     text = printable(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
-
+# %% ../../nbs/grading/05_formats.ipynb #cdf0989a
 def gradebook_csv(reports: list[Report], root: str) -> str:
     """The CSV gradebook text: ``student``, one column per exercise, ``total``.
 

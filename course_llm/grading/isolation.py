@@ -62,7 +62,7 @@ class Limits:
         for name in ("memory_mb", "file_mb", "open_files", "processes", "cpu_seconds"):
             check_positive_int(name, getattr(self, name))
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #5fbc54ef
 def limit_resources(limits: Limits, drop_to: int | None = None) -> None:
     """Apply `limits` to the calling process (a ``preexec_fn``); with `drop_to`, become that user.
 
@@ -147,7 +147,7 @@ def _package_dir() -> Path:
 
     return Path(course_llm.__file__).resolve().parent
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #42a7679e
 def package_view(forbidden: tuple) -> Path:
     """A folder holding a copy of ``course_llm`` whose `forbidden` definitions raise.
 
@@ -226,7 +226,7 @@ def _bwrap_base() -> list:
         "--new-session",
     ]
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #a7a1235c
 def _user_args() -> list:
     return (
         ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
@@ -234,7 +234,7 @@ def _user_args() -> list:
         else []
     )
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #09e16a94
 def sandbox_mode(requested: str = "auto") -> str:
     """``"bwrap"`` or ``"rlimits"``: what `requested` (or ``$COURSE_LLM_SANDBOX``) asks for and the
     machine allows.
@@ -288,7 +288,7 @@ def sandbox_mode(requested: str = "auto") -> str:
         )
     return "rlimits"
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #5d325b0e
 def _repository_hideouts(package: Path) -> list:
     """bwrap arguments hiding the course repository's solutions, notebooks and git
     history."""
@@ -301,7 +301,7 @@ def _repository_hideouts(package: Path) -> list:
             args += ["--ro-bind", "/dev/null", str(target)]
     return args
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #1b669076
 def worker_command(
     mode: str, workdir: Path, view: Path, python_code: str
 ) -> tuple[list, Path]:
@@ -357,7 +357,7 @@ def become_subreaper() -> bool:
     libc = ctypes.CDLL(None, use_errno=True)
     return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #e027806f
 def _children() -> list:
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
@@ -372,7 +372,7 @@ def _children() -> list:
             found.append(int(entry))
     return found
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #d0a8a97f
 def _is_worker_descendant(pid: int) -> bool:
     try:
         if os.stat(f"/proc/{pid}").st_uid == NOBODY and os.getuid() == 0:
@@ -382,7 +382,7 @@ def _is_worker_descendant(pid: int) -> bool:
     except OSError:
         return False
 
-
+# %% ../../nbs/grading/04_isolation.ipynb #d2dd4477
 def reap_orphans(live: set) -> int:
     """Kill and reap this process's adopted children that came from a worker and are not in `live`.
 

@@ -37,7 +37,7 @@ class CheckResult:
     hint: str = ""
     visibility: str = "visible"
 
-
+# %% ../../nbs/grading/08_report.ipynb #f8f21f20
 @dataclass
 class Report:
     """The grade of one submission of one exercise.

@@ -117,7 +117,7 @@ def read_submission(path: str) -> list[tuple[str, str]]:
         kept.append((label, source))
     return kept
 
-
+# %% ../../nbs/grading/02_runner.ipynb #792260fe
 def exercise_for(
     path: str, cells: list[tuple[str, str]], name: str | None = None
 ) -> Exercise:
@@ -188,7 +188,7 @@ def grade_file(
     finally:
         backend.close()
 
-
+# %% ../../nbs/grading/02_runner.ipynb #68364ceb
 def find_submissions(folder: str) -> list:
     """The ``.ipynb`` and ``.py`` files under `folder`, skipping hidden and checkpoint
     folders."""
@@ -205,7 +205,7 @@ def find_submissions(folder: str) -> list:
     ]
     return found
 
-
+# %% ../../nbs/grading/02_runner.ipynb #8ce07e9a
 def grade_path(
     path: str, exercise: str | None = None, jobs: int = 1, **options
 ) -> list[Report]:

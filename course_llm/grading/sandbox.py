@@ -44,7 +44,7 @@ def short(obj: Any, limit: int = 160) -> str:
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #f15289a4
 def printable(text: Any, keep_newlines: bool = False) -> str:
     """`text` with control characters (ANSI escapes, carriage returns, ...) shown as escapes.
 
@@ -66,11 +66,11 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
 class _OutputLimit(BaseException):
     """Raised inside the student's code when it has printed more than allowed."""
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #c6689366
 class _TimeLimit(BaseException):
     """Raised inside the student's code by the in-process alarm."""
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #ffcd432e
 class BoundedOutput(io.TextIOBase):
     """A text stream keeping at most `limit` characters; writing more raises inside the writer.
 
@@ -113,7 +113,7 @@ _SEEDERS = [
     ("numpy.random", "seed"),
 ]
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #a9dc6d8b
 @contextlib.contextmanager
 def _watch_seeding(calls: list):
     """Record in `calls` every global reseeding done inside the block."""
@@ -145,7 +145,7 @@ def _watch_seeding(calls: list):
         ):
             calls.append("torch.manual_seed")
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #d7880338
 @contextlib.contextmanager
 def forbid(dotted_names: tuple):
     """Replace each package function in `dotted_names` by one that raises, inside the
@@ -235,7 +235,7 @@ class CallOutcome:
     # arguments as
     # the call left them, so the grader can copy them back into the check's own objects.
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #f3586fc6
 def _student_traceback(error: BaseException) -> str:
     """The exception and the line of the student's code it came from (not the grader's
     frames)."""
@@ -262,7 +262,7 @@ def _student_traceback(error: BaseException) -> str:
     last = frames[-1]
     return f"{head}, at {last.filename.strip('<>')} line {last.lineno} in {last.name}: {last.line}"
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #a8f9c252
 def _first_difference(old: Any, new: Any, path: str = "", depth: int = 0) -> tuple:
     """``(path, old part, new part)`` of the first place where `old` and `new` differ."""
     if type(old) is type(new) and depth < 50:
@@ -287,7 +287,7 @@ def _first_difference(old: Any, new: Any, path: str = "", depth: int = 0) -> tup
                     )
     return path, old, new
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #ac02cb67
 def _declared(
     fn: Callable, args: tuple, kwargs: dict, mutates: tuple
 ) -> tuple[set, set]:
@@ -312,7 +312,7 @@ def _declared(
             positions.add(names.index(m))
     return positions, keys
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #c7565013
 def _mutation(
     fn: Callable, before: tuple, args: tuple, kwargs: dict, mutates: tuple = ()
 ) -> str | None:
@@ -341,7 +341,7 @@ def _mutation(
             )
     return None
 
-
+# %% ../../nbs/grading/01_sandbox.ipynb #c1eb5132
 def guarded_call(
     fn: Callable,
     args: tuple,

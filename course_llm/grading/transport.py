@@ -88,14 +88,14 @@ def encode_result(obj: Any, _depth: int = 0) -> Any:
         return base(enc(x) for x in obj)
     raise TypeError(f"a {kind.__module__}.{kind.__qualname__} object")
 
-
+# %% ../../nbs/grading/07_transport.ipynb #848fd858
 class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) in _SAFE_GLOBALS:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refused to load {module}.{name}")
 
-
+# %% ../../nbs/grading/07_transport.ipynb #18215596
 def dump_plain(obj: Any) -> bytes:
     """`obj` (plain data from `encode_result`) pickled without shared references.
 
@@ -116,7 +116,7 @@ def dump_plain(obj: Any) -> bytes:
 
 _MEMO_READS = {"GET", "BINGET", "LONG_BINGET"}
 
-
+# %% ../../nbs/grading/07_transport.ipynb #0d4fcc8a
 def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
     """Refuse a pickle with shared references, more than `max_ops` opcodes or a deeper
     stack."""
@@ -147,7 +147,7 @@ def _check_structure(data: bytes, max_ops: int, max_depth: int) -> None:
     except ValueError as error:  # genops on bytes that are not a pickle
         raise pickle.UnpicklingError(f"not a pickle ({error})") from None
 
-
+# %% ../../nbs/grading/07_transport.ipynb #ac7abb4f
 def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000) -> Any:
     """Read bytes made by ``dump_plain(encode_result(x))`` back, accepting only plain data.
 
@@ -172,7 +172,7 @@ def decode_result(data: bytes, max_ops: int = 2_000_000, max_depth: int = 1_000)
             f"a structure nested too deeply to read back"
         ) from None
 
-
+# %% ../../nbs/grading/07_transport.ipynb #52a348a4
 def _untag(obj: Any) -> Any:
     if isinstance(obj, tuple) and len(obj) == 5 and obj[0] == _TAG:
         _, lib, dtype, shape, data = obj
@@ -195,7 +195,7 @@ def _untag(obj: Any) -> Any:
         return type(obj)(_untag(x) for x in obj)
     return obj
 
-
+# %% ../../nbs/grading/07_transport.ipynb #0af41f82
 def _numpy_dtype(torch_dtype: str):
     import numpy as np
 

@@ -69,7 +69,7 @@ def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
             )
     return notes
 
-
+# %% ../../nbs/grading/09_worker.ipynb #aa16dc11
 def load_submission(setup: dict) -> tuple[dict, bytes]:
     """Execute a submission's cells as the worker does: the namespace they ran in, and the first reply.
 
@@ -85,7 +85,7 @@ def load_submission(setup: dict) -> tuple[dict, bytes]:
     missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
     return namespace, dump_plain({"notes": notes, "missing": missing})
 
-
+# %% ../../nbs/grading/09_worker.ipynb #d5414811
 def serve_call(
     namespace: dict, setup: dict, request: tuple, time_limit: float | None = None
 ) -> bytes:
@@ -106,7 +106,7 @@ def serve_call(
         (outcome.problem, outcome.payload, outcome.output, outcome.mutated)
     )
 
-
+# %% ../../nbs/grading/09_worker.ipynb #e582ecc2
 def worker_main() -> None:
     """Entry point of the worker process (see above); not for direct use."""
     conn_in = Connection(int(sys.argv[1]), writable=False)
@@ -143,7 +143,7 @@ def _worker_env(home: str) -> dict:
         **{MARKER: "1"},
     )
 
-
+# %% ../../nbs/grading/09_worker.ipynb #c93b88a8
 class WorkerBackend:
     """Runs one submission's functions in a sandboxed worker process; ``call`` as `run_checks` needs it.
 
@@ -415,12 +415,12 @@ class WorkerBackend:
             shutil.rmtree(self.workdir, ignore_errors=True)
         self.proc = None
 
-
+# %% ../../nbs/grading/09_worker.ipynb #20763cfc
 def short_error(error: BaseException) -> str:
     """``Type: message`` of `error`, cut to 200 characters."""
     return f"{type(error).__name__}: {str(error)[:200]}"
 
-
+# %% ../../nbs/grading/09_worker.ipynb #8047081a
 def _split_reply(reply: bytes) -> tuple:
     """The worker's answer ``(problem, payload, output, mutated)``, read without
     trusting its types."""

@@ -46,7 +46,7 @@ def random_corpus(
     rng.shuffle(corpus)
     return corpus
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #62249cf2
 def _counts(got, call: str) -> dict:
     """The student's counts as a plain dict without zero entries; fails on a wrong type."""
     if not isinstance(got, Mapping):
@@ -56,7 +56,7 @@ def _counts(got, call: str) -> dict:
         )
     return {k: v for k, v in got.items() if v != 0}
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #caa69964
 def _compare(got: dict, want: dict, call: str, keep=lambda gram: True) -> None:
     """Fail with the first differences between the n-gram counts `got` and `want` (where
     `keep`)."""
@@ -90,7 +90,7 @@ BOS, EOS = ngram.BOS, ngram.EOS
 def _call(corpus, n):
     return f"count_ngrams({short(corpus, 100)}, {n})"
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #9033869d
 @ngram_counts.check(
     points=1,
     hint="return a collections.Counter whose keys are tuples of n tokens "
@@ -108,7 +108,7 @@ def returns_counter_of_tuples(student, rng):
     bad = [v for v in got.values() if not isinstance(v, int)]
     expect(not bad, f"{_call(corpus, n)}: count {short(bad[:1], 60)} is not an int")
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #15a4ab8c
 @ngram_counts.check(
     points=2,
     hint="slide a window of n tokens along each sequence separately; "
@@ -124,7 +124,7 @@ def interior_ngrams(student, rng):
         lambda g: BOS not in g and EOS not in g,
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #c609a1e8
 @ngram_counts.check(
     points=2,
     hint="pad each sequence with n-1 <BOS> tokens at the start, so that "
@@ -140,7 +140,7 @@ def starts_with_bos(student, rng):
         lambda g: BOS in g and EOS not in g,
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #8bac12ce
 @ngram_counts.check(
     points=2,
     hint="append one <EOS> to each sequence: the model must predict the "
@@ -156,7 +156,7 @@ def ends_with_eos(student, rng):
         lambda g: EOS in g and BOS not in g,
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #8ca48309
 @ngram_counts.check(
     points=1,
     hint="for n = 1 there is no <BOS> padding (a unigram has no context), "
@@ -167,7 +167,7 @@ def unigrams(student, rng):
     got = _counts(student.count_ngrams(corpus, 1), _call(corpus, 1))
     _compare(got, ngram.count_ngrams(corpus, 1), _call(corpus, 1))
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #f9598cd0
 @ngram_counts.check(
     points=1,
     hint="an empty sequence still ends: it contributes the n-gram "
@@ -180,7 +180,7 @@ def empty_and_short_sequences(student, rng):
     got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
     _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n))
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #84cace24
 @ngram_counts.check(
     points=2,
     hint="check your function on the worked example of its docstring, "
@@ -209,7 +209,7 @@ def _model(rng):
     train = random_corpus(rng, (6, 10), (1, 8), min_long=2) + [list(_WORDS)]
     return ngram.NGramLM(rng.randint(1, 3), k=rng.choice([0.1, 0.5, 1.0])).fit(train)
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #3330add2
 @perplexity_exercise.check(
     points=1,
     hint="a model spreading probability evenly over |V| tokens has "
@@ -229,7 +229,7 @@ def uniform_model(student, rng):
         f"{short(corpus, 80)})",
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #8f01efa3
 @perplexity_exercise.check(
     points=2,
     hint="PPL = exp(-log P(s) / (L + 1)): the <EOS> at the end is one "
@@ -243,7 +243,7 @@ def single_sequence(student, rng):
         f"perplexity(NGramLM(n={model.n}, k={model.k}), [{short(seq, 80)}])",
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #0ffb73cf
 @perplexity_exercise.check(
     points=2,
     hint="sum log-probabilities and prediction counts over all sequences, "
@@ -261,7 +261,7 @@ def pools_all_sequences(student, rng):
         f"perplexity(NGramLM(n={model.n}, k={model.k}), {short(corpus, 100)})",
     )
 
-
+# %% ../../../nbs/grading/checks/ch01.ipynb #8e0077be
 @perplexity_exercise.check(
     points=1, hint="an empty sequence still has one prediction, its <EOS>"
 )

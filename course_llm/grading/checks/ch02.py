@@ -59,7 +59,7 @@ def random_ids(rng, length: int, high: int = 300) -> list[int]:
         )
     return ids
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #1a6f39eb
 def random_text(rng, n_words: int, extras: bool = False) -> str:
     """`n_words` words made of random syllables, separated by spaces; with `extras`, some words
     are capitalised or followed by punctuation, digits, non-ASCII characters or whitespace.
@@ -79,14 +79,14 @@ def random_text(rng, n_words: int, extras: bool = False) -> str:
         words.append(word)
     return " ".join(words)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #2456e126
 def _ids(got, call: str) -> list:
     """The student's ids as a list; fails on anything but a list or tuple of ints."""
     if not isinstance(got, (list, tuple)) or not all(isinstance(i, int) for i in got):
         raise CheckFailed(f"{call} returned {short(got, 80)}; return a list of int")
     return list(got)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #56c91b82
 def _same_ids(got, want: list, call: str) -> None:
     got = _ids(got, call)
     if got == want:
@@ -133,7 +133,7 @@ def _counts(got, call: str) -> dict:
     )
     return {k: v for k, v in got.items() if v != 0}
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #a526705c
 def _same_counts(got, ids, call: str) -> None:
     got, want = _counts(got, call), tokenizers.get_pair_counts(list(ids))
     problems = (
@@ -147,7 +147,7 @@ def _same_counts(got, ids, call: str) -> None:
     )
     expect(not problems, f"{call}: " + "; ".join(problems))
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #a68df005
 def _runs(rng, a: int, n_runs: int) -> list[int]:
     """Runs of `a` of random lengths 1..6 (at least one of odd length >= 3) between
     other ids."""
@@ -158,7 +158,7 @@ def _runs(rng, a: int, n_runs: int) -> list[int]:
         ids += [a] * length + [rng.choice([i for i in range(20) if i != a])]
     return ids
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #59a74c1f
 @bpe_merge_exercise.check(
     points=2,
     hint="count every adjacent pair (ids[i], ids[i+1]) for i from 0 "
@@ -171,7 +171,7 @@ def pair_counts_random(student, rng):
             student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 80)})"
         )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #b5f941ee
 @bpe_merge_exercise.check(
     points=1,
     hint="occurrences of a pair may overlap: [7, 7, 7] contains (7, 7) "
@@ -183,7 +183,7 @@ def pair_counts_overlapping(student, rng):
         student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 100)})"
     )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #7e3f1a8b
 @bpe_merge_exercise.check(
     points=1, hint="a sequence of fewer than two ids has no pairs: return an empty dict"
 )
@@ -195,13 +195,13 @@ def pair_counts_short(student, rng):
             f"get_pair_counts({ids}) returned {short(got, 60)}, expected {{}}",
         )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #1eea7931
 def _merge_case(rng):
     ids = random_ids(rng, rng.randint(5, 80), rng.choice([4, 10, 50]))
     pair = rng.choice(list(zip(ids, ids[1:])))  # present, and a != b
     return ids, pair, max(ids) + 1 + rng.randrange(300)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #ea7b7b8a
 @bpe_merge_exercise.check(
     points=2,
     hint="scan left to right: where ids[i], ids[i+1] is the pair, "
@@ -215,7 +215,7 @@ def merge_random(student, rng):
             student.merge(ids, pair, new_id), tokenizers.merge(ids, pair, new_id), call
         )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #18ce4557
 @bpe_merge_exercise.check(
     points=2,
     hint="overlapping occurrences merge from the left: merge([7, 7, 7], "
@@ -229,7 +229,7 @@ def merge_overlapping(student, rng):
         student.merge(ids, (a, a), new_id), tokenizers.merge(ids, (a, a), new_id), call
     )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #e1cbf616
 @bpe_merge_exercise.check(
     points=1,
     hint="when the pair does not occur, return the ids unchanged (as a "
@@ -247,7 +247,7 @@ def merge_absent_or_short(student, rng):
         call = f"merge({short(ids, 80)}, {pair}, 300)"
         _same_ids(student.merge(ids, pair, 300), list(ids), call)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #61bafcc8
 @bpe_merge_exercise.check(
     points=1,
     hint="BPE starts from the bytes of a text: both functions must also "
@@ -291,7 +291,7 @@ def _gpt2_ranks() -> dict:
     """GPT-2's ``{token_bytes: rank}`` (ranks are ids; loaded once, offline)."""
     return tokenizers.tiktoken_encoding("gpt2")._mergeable_ranks
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #f982e575
 def gpt2_case(text: str) -> tuple:
     """The GPT-2 ids of the bytes of `text`, and the GPT-2 merges that can apply to them.
 
@@ -313,11 +313,11 @@ def gpt2_case(text: str) -> tuple:
                 sub[data[i:j]] = rank
     return [ranks[bytes([b])] for b in data], tokenizers.BPETokenizer(sub).merges
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #e81033d6
 def _call(data, merges) -> str:
     return f"encode_with_merges({short(data, 70)}, {{{len(merges)} merges: {short(merges, 70)[1:]})"
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #49702648
 def _same_encoding(student, data, merges) -> None:
     got = student.encode_with_merges(data, merges)
     try:
@@ -326,13 +326,13 @@ def _same_encoding(student, data, merges) -> None:
         why = _wrong_order(got, data, merges)
         raise CheckFailed(f"{why}. {error}" if why else str(error)) from None
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #caa3c2a3
 def _trained(rng) -> dict:
     return tokenizers.train_bpe(
         random_text(rng, rng.randint(60, 120)), 256 + rng.randint(15, 40)
     )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #f9c43b4c
 def _by_frequency(data, merges, ties_by_rank: bool) -> list:
     """Wrong order 1: the learned pair most frequent in `data` first (ties: rank or
     smallest pair)."""
@@ -350,7 +350,7 @@ def _by_frequency(data, merges, ties_by_rank: bool) -> list:
         )
         ids = tokenizers.merge(ids, pair, merges[pair])
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #d2c941e1
 def _leftmost_first(data, merges) -> list:
     """Wrong order 2: the leftmost adjacent pair that is in `merges` first."""
     ids = list(data)
@@ -367,7 +367,7 @@ _WRONG_ORDERS = (
     _leftmost_first,
 )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #b44573a9
 def _wrong_order(got, data, merges) -> str:
     """What a wrong encoding `got` did, if it is one of the wrong merge orders; else ""."""
     if not isinstance(got, (list, tuple)) or not merges:
@@ -391,7 +391,7 @@ def _wrong_order(got, data, merges) -> str:
         f"not by {rule} a pair occurs"
     )
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #1b09b444
 def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
     """The first of up to `tries` random cases ``(data, merges) = draw(rng)`` whose encoding by rank
     differs from its encoding by frequency and leftmost-first, so that a check using it tests the
@@ -410,7 +410,7 @@ def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
             break
     return data, merges
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #f7cc27ff
 @encode_exercise.check(
     points=1,
     hint="with no merges (or fewer than two ids) the answer is the input "
@@ -429,7 +429,7 @@ def nothing_to_merge(student, rng):
     # warm the cache here, after the student's calls: loading is not their time
     _gpt2_ranks()
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #d25781ee
 @encode_exercise.check(
     points=3,
     hint="repeat: among the adjacent pairs present, take the one with the "
@@ -448,7 +448,7 @@ def learned_merges(student, rng):
     )
     _same_encoding(student, data, merges)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #f0749cf1
 @encode_exercise.check(
     points=2,
     hint="the order is the rank (the new id, smallest first), not how often "
@@ -468,7 +468,7 @@ def priority_by_rank(student, rng):
     data = [i for piece in pieces for i in piece + [w]]
     _same_encoding(student, bytes(data), merges)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #6019d2f8
 @encode_exercise.check(
     points=1,
     hint="a run of one byte merges from the left, as in training: "
@@ -480,7 +480,7 @@ def repeated_bytes(student, rng):
     for length in (3, 5, rng.randint(6, 11)):
         _same_encoding(student, bytes([a] * length), merges)
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #4328a1d3
 @encode_exercise.check(
     points=1,
     hint="merges is a dict, and its order is not the order of the merges: "
@@ -515,7 +515,7 @@ def ignores_dict_order(student, rng):
     )
     _same_encoding(student, data, dict(sorted(merges.items(), key=lambda kv: -kv[1])))
 
-
+# %% ../../../nbs/grading/checks/ch02.ipynb #ce905cad
 @encode_exercise.check(
     points=2,
     hint="GPT-2's byte tokens are not numbered by byte value, so the data "

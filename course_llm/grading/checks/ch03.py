@@ -62,7 +62,7 @@ def _lstm_case(rng, bias_shift=None):
     call = f"lstm_cell(u {tuple(u.shape)}, h {tuple(h.shape)}, c {tuple(c.shape)}, W_u, W_h, b)"
     return (u, h, c, W_u, W_h, b), (h_ref, c_ref), call
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #ed5f7d39
 def _pair(got, call):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise CheckFailed(
@@ -70,7 +70,7 @@ def _pair(got, call):
         )
     return got
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #754cacec
 @lstm_exercise.check(
     points=1, hint="return (h_new, c_new), each of shape (batch, hidden_size)"
 )
@@ -88,7 +88,7 @@ def returns_two_states(student, rng):
             f"expected {tuple(want.shape)}",
         )
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #6ee2d038
 @lstm_exercise.check(
     points=2,
     hint="c_new = sigmoid(f) * c + sigmoid(i) * tanh(g), where "
@@ -118,7 +118,7 @@ def cell_state(student, rng):
         mistakes=mistakes,
     )
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #f25278fe
 @lstm_exercise.check(
     points=2,
     hint="h_new = sigmoid(o) * tanh(c_new): the output gate reads the *new* cell state",
@@ -127,7 +127,7 @@ def hidden_state(student, rng):
     args, (h_ref, _), call = _lstm_case(rng)
     expect_values(_pair(student.lstm_cell(*args), call)[0], h_ref, f"{call}: h_new")
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #ead0b314
 @lstm_exercise.check(
     points=1,
     hint="the forget gate is the second chunk and multiplies the old cell state; "
@@ -175,7 +175,7 @@ def _clip_case(rng, scale):
     call = f"clip_gradients([{', '.join(str(s) for s in shapes)} tensors], max_norm={max_norm:.4g})"
     return grads, max_norm, [p.grad for p in params], want_norm, call
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #70628157
 def _result(got, call, n):
     if (
         not isinstance(got, (tuple, list))
@@ -188,7 +188,7 @@ def _result(got, call, n):
     expect(len(got[0]) == n, f"{call} returned {len(got[0])} tensors, expected {n}")
     return got
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #0467b93c
 @clip_exercise.check(
     points=1,
     hint="the norm is sqrt of the sum of squares of every entry of every "
@@ -209,7 +209,7 @@ def total_norm(student, rng):
     )
     expect_number(got, want_norm, f"{call}: norm", rel=1e-5)
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #6c82429e
 @clip_exercise.check(
     points=2,
     hint="when ||g|| > v, multiply every gradient by v / ||g|| (one factor for all)",
@@ -234,7 +234,7 @@ def clips_large_gradients(student, rng):
             mistakes=mistakes,
         )
 
-
+# %% ../../../nbs/grading/checks/ch03.ipynb #44ff76c2
 @clip_exercise.check(
     points=2,
     hint="the factor is min(1, v / ||g||), not max: gradients already below "

@@ -32,7 +32,7 @@ def _oracle(V, U, centre, context) -> float:
         .item()
     )
 
-
+# %% ../../../nbs/grading/checks/ch04.ipynb #66727ba2
 def _case(rng, n_pairs=None, large=False):
     g = torch_generator(rng)
     n, d = rng.randint(3, 12), rng.randint(2, 6)
@@ -48,7 +48,7 @@ def _case(rng, n_pairs=None, large=False):
     call = f"skipgram_loss(V {tuple(V.shape)}, U {tuple(U.shape)}, centre {centre.tolist()}, context {context.tolist()})"
     return (V, U, centre, context), _oracle(V, U, centre, context), call
 
-
+# %% ../../../nbs/grading/checks/ch04.ipynb #6befd1af
 @skipgram_exercise.check(
     points=2,
     hint="-log P(o | c) = log sum_w exp(u_w . v_c) - u_o . v_c; the centre "
@@ -58,7 +58,7 @@ def one_pair(student, rng):
     args, want, call = _case(rng, n_pairs=1)
     expect_number(student.skipgram_loss(*args), want, call, rel=1e-4)
 
-
+# %% ../../../nbs/grading/checks/ch04.ipynb #ef340b76
 @skipgram_exercise.check(
     points=2, hint="average the per-pair losses over the batch (the mean, not the sum)"
 )
@@ -66,7 +66,7 @@ def batch_mean(student, rng):
     args, want, call = _case(rng)
     expect_number(student.skipgram_loss(*args), want, call, rel=1e-4)
 
-
+# %% ../../../nbs/grading/checks/ch04.ipynb #17ea3d00
 @skipgram_exercise.check(
     points=1,
     hint="large scores overflow exp: subtract the row maximum first "

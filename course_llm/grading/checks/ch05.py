@@ -50,14 +50,14 @@ def _attention_case(rng, d_k=None, lead=None):
     v = torch.randn(*lead, S, d_v, generator=g)
     return q, k, v
 
-
+# %% ../../../nbs/grading/checks/ch05.ipynb #ab887d9e
 def _call(q, k, v, mask=None):
     text = (
         f"masked_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     )
     return text + (f", mask {tuple(mask.shape)})" if mask is not None else ")")
 
-
+# %% ../../../nbs/grading/checks/ch05.ipynb #8d8afaf6
 @attention_exercise.check(
     points=2,
     hint="scores = q @ k.transpose(-2, -1) / sqrt(d_K); softmax over the "
@@ -81,7 +81,7 @@ def unmasked(student, rng):
         student.masked_attention(q, k, v), want, _call(q, k, v), mistakes=mistakes
     )
 
-
+# %% ../../../nbs/grading/checks/ch05.ipynb #6007236f
 @attention_exercise.check(
     points=1,
     hint="divide the scores by sqrt(d_K), the width of the queries and keys "
@@ -92,7 +92,7 @@ def scaled_by_sqrt_dk(student, rng):
     want = F.scaled_dot_product_attention(q, k, v)
     expect_values(student.masked_attention(q, k, v), want, _call(q, k, v))
 
-
+# %% ../../../nbs/grading/checks/ch05.ipynb #9c75c0da
 @attention_exercise.check(
     points=2,
     hint="mask is True where a query MAY attend: set the scores where mask is "
@@ -108,7 +108,7 @@ def padding_mask(student, rng):
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     expect_values(student.masked_attention(q, k, v, mask), want, _call(q, k, v, mask))
 
-
+# %% ../../../nbs/grading/checks/ch05.ipynb #1a131f59
 @attention_exercise.check(
     points=2,
     hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "

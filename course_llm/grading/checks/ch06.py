@@ -48,11 +48,11 @@ def _rms_case(rng, offset=0.0):
     gamma = torch.randn(shape[-1], generator=g)
     return x, gamma
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #e7183509
 def _rms_call(x, eps):
     return f"rms_norm(x {tuple(x.shape)}, gamma, eps={eps:g})"
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #a5e220c9
 @rms_exercise.check(
     points=2,
     hint="divide by the ROOT MEAN square: sqrt(mean of x**2 over the last axis + eps), "
@@ -73,7 +73,7 @@ def values(student, rng):
         student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6), mistakes=mistakes
     )
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #f355b207
 @rms_exercise.check(
     points=1,
     hint="RMSNorm does not subtract the mean (that is LayerNorm): an input with a "
@@ -84,7 +84,7 @@ def keeps_the_mean(student, rng):
     want = F.rms_norm(x, (x.shape[-1],), gamma, 1e-6)
     expect_values(student.rms_norm(x, gamma, 1e-6), want, _rms_call(x, 1e-6))
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #ef8fc63f
 @rms_exercise.check(
     points=1,
     hint="eps goes inside the square root, added to the mean square: "
@@ -127,14 +127,14 @@ def _rotation(position: int, d: int, base: float) -> torch.Tensor:
         ) = c, -s, s, c
     return R
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #197c499a
 def _rope_oracle(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
     out = torch.empty_like(x, dtype=torch.float64)
     for t, p in enumerate(positions.tolist()):
         out[..., t, :] = x[..., t, :].double() @ _rotation(p, x.shape[-1], base).T
     return out
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #89fa863c
 def _rope_case(rng):
     g = torch_generator(rng)
     lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
@@ -144,12 +144,12 @@ def _rope_case(rng):
     positions = torch.arange(start, start + T)
     return x, positions
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #f9637057
 def _rope_call(x, positions, base=None):
     b = "" if base is None else f", base={base:g}"
     return f"apply_rope(x {tuple(x.shape)}, positions {positions.tolist()}{b})"
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #0b9386bf
 @rope_exercise.check(
     points=1,
     hint="position 0 is the identity rotation: apply_rope must return x unchanged "
@@ -160,7 +160,7 @@ def position_zero_is_identity(student, rng):
     positions = torch.zeros(x.shape[-2], dtype=torch.long)
     expect_values(student.apply_rope(x, positions), x, _rope_call(x, positions))
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #c3d80266
 @rope_exercise.check(
     points=3,
     hint="pair i is coordinates (2i, 2i+1); its angle is position * base**(-2i/d); "
@@ -187,7 +187,7 @@ def equals_rotation_matrix(student, rng):
         mistakes=mistakes,
     )
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #e6ae802b
 @rope_exercise.check(
     points=1, hint="use the `base` argument in the frequencies theta_i = base**(-2i/d)"
 )
@@ -200,7 +200,7 @@ def uses_the_base(student, rng):
         _rope_call(x, positions, base),
     )
 
-
+# %% ../../../nbs/grading/checks/ch06.ipynb #e32a63bd
 @rope_exercise.check(
     points=1,
     hint="rotating q by position i and k by position j must make q.k depend only "

@@ -62,7 +62,7 @@ def _loss_oracle(
         )
     return want
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #0121ce33
 def _loss_case(rng, T_min=2):
     """Random logits (B, T, V) and tokens in [0, V)."""
     g = torch_generator(rng)
@@ -71,14 +71,14 @@ def _loss_case(rng, T_min=2):
     tokens = torch.randint(0, V, (B, T), generator=g)
     return logits, tokens
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #c3f157b1
 def _loss_call(logits, tokens, ignore_index=None):
     extra = "" if ignore_index is None else f", ignore_index={ignore_index}"
     return (
         f"causal_lm_loss(logits {tuple(logits.shape)}, tokens {tokens.tolist()}{extra})"
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #1ec2943b
 def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
     args = (logits, tokens) if ignore_index is None else (logits, tokens, ignore_index)
     want = _loss_oracle(*args) if want is None else want
@@ -93,7 +93,7 @@ def _compare_loss(student, logits, tokens, ignore_index=None, want=None):
         ),
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #3adce1af
 def _loss_mistakes(logits, tokens, ignore_index) -> dict:
     """What two known mistakes return: the mask taken from the inputs, and the mean over
     all B*(T-1) targets."""
@@ -112,7 +112,7 @@ def _loss_mistakes(logits, tokens, ignore_index) -> dict:
         ).item(),
     }
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #e508f055
 def _ignore_some(rng, tokens, ignore_index):
     """Set a random part (not all) of the targets tokens[:, 1:] to ignore_index, and some first tokens.
 
@@ -144,7 +144,7 @@ def values(student, rng):
         logits, tokens = _loss_case(rng)
         _compare_loss(student, logits, tokens)
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #bf7d26c9
 @loss_exercise.check(
     points=2,
     hint="shift once: the logits at position t predict tokens[:, t+1], so use "
@@ -172,7 +172,7 @@ def shift(student, rng):
         abs_=1e-5,
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #10302e8b
 @loss_exercise.check(
     points=2,
     hint="targets equal to ignore_index (-100 by default) count neither in the sum "
@@ -186,7 +186,7 @@ def ignored_targets(student, rng):
         tokens = _ignore_some(rng, tokens, -100)
         _compare_loss(student, logits, tokens)
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #ae9337e9
 @loss_exercise.check(
     points=1,
     hint="use the `ignore_index` argument, whatever its value: it may be a real "
@@ -201,7 +201,7 @@ def ignore_index_is_a_token_id(student, rng):
         tokens = _ignore_some(rng, tokens, pad)
         _compare_loss(student, logits, tokens, ignore_index=pad)
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #bde13a42
 @loss_exercise.check(
     points=1,
     hint="with one kept target (b, t) the loss is -log softmax(logits[b, "
@@ -225,7 +225,7 @@ def all_but_one_ignored(student, rng):
             )
         _compare_loss(student, logits, tokens, want=want)
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #aec5419c
 def _hf_case(rng):
     """Right-padded input_ids, HF labels (-100 where attention_mask is 0), and the loss
     by a per-sequence loop."""
@@ -247,7 +247,7 @@ def _hf_case(rng):
         raise RuntimeError("check error: the oracles disagree; tell the course authors")
     return logits, labels, want
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #6997067b
 @loss_exercise.check(
     points=1,
     hint="Hugging Face labels are input_ids with -100 where attention_mask is 0: "
@@ -259,7 +259,7 @@ def hf_padded_batch(student, rng):
         logits, labels, want = _hf_case(rng)
         _compare_loss(student, logits, labels, want=want)
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #194fa86e
 @loss_exercise.check(
     points=1,
     hint="return the loss as a 0-dimensional tensor computed with torch operations "
@@ -377,7 +377,7 @@ def _random_block(rng, n_head=None, d_head=None, mlp_scale=0.5, hidden_scale=1.0
         block.ffn.w2.weight.mul_(mlp_scale)
     return block
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #45e424f1
 def _block_weights(block) -> dict:
     """The block's parameters under the exercise's names (detached copies)."""
     params = dict(block.named_parameters())
@@ -385,7 +385,7 @@ def _block_weights(block) -> dict:
         ours: params[theirs].detach().clone() for ours, theirs in _WEIGHT_NAMES.items()
     }
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #ced99b9c
 def _block_input(rng, block, T=None, B=None):
     g = torch_generator(rng)
     B = B or rng.randint(1, 3)
@@ -395,7 +395,7 @@ def _block_input(rng, block, T=None, B=None):
         -1.0, 1.0
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #1538c377
 def _block_call(x, block):
     c = block.config
     return (
@@ -404,7 +404,7 @@ def _block_call(x, block):
         f"n_head={c.n_head})"
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #2d7bc833
 def _compare_block(student, block, x, atol=2e-3):
     with torch.no_grad():
         want = block(x)
@@ -439,7 +439,7 @@ _BLOCK_MISTAKES = {
     "approximate='tanh')": dict(activation="gelu"),
 }
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #be411acd
 def _block_mistakes(block, x) -> dict:
     """What each known mistake returns: the same weights in a block whose config has
     that mistake."""
@@ -464,7 +464,7 @@ def matches_the_block(student, rng):
     block = _random_block(rng)
     _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 7)))
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #d6d7dd51
 @block_exercise.check(
     points=2,
     hint="causal self-attention: query t may only attend to keys 0..t; set the "
@@ -496,7 +496,7 @@ def causal(student, rng):
         "later ones",
     )
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #5a452e12
 @block_exercise.check(
     points=1,
     hint="with one token the attention weight is 1 and the attention output is "
@@ -507,7 +507,7 @@ def single_token(student, rng):
     block = _random_block(rng)
     _compare_block(student, block, _block_input(rng, block, T=1))
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #dad7a408
 @block_exercise.check(
     points=1,
     hint="divide the scores q.k by sqrt(d_head) (d_head = d_model // n_head), "
@@ -519,7 +519,7 @@ def wide_heads(student, rng):
     )
     _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 6)))
 
-
+# %% ../../../nbs/grading/checks/ch07.ipynb #5662414f
 @block_exercise.check(
     points=1,
     hint="GPT-2's MLP uses the tanh approximation of GELU: "

@@ -38,7 +38,7 @@ def _schedule(rng, warmup=None) -> tuple[int, int, float, float]:
     min_lr = max_lr * rng.uniform(0.05, 0.5)
     return max_steps, warmup_steps, max_lr, min_lr
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #f8dd5f17
 def _compare(student, step, sched, want=None) -> None:
     """Fail unless the student's rate at `step` equals `want` (default: the oracle's)."""
     max_steps, warmup_steps, max_lr, min_lr = sched
@@ -82,7 +82,7 @@ def warmup_ramp(student, rng):
     for step in sorted(steps):
         _compare(student, step, sched)
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #52f519f7
 @schedule_exercise.check(
     points=1,
     hint="the rate is max_lr both at the last warm-up step (warmup_steps - 1) "
@@ -93,7 +93,7 @@ def peak_at_end_of_warmup(student, rng):
     for step in (sched[1] - 1, sched[1]):
         _compare(student, step, sched, want=sched[2])
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #ab533592
 @schedule_exercise.check(
     points=2,
     hint="after the warm-up, p = (step - warmup_steps) / (max_steps - "
@@ -116,7 +116,7 @@ def cosine_decay(student, rng):
             want=(sched[2] + sched[3]) / 2,
         )
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #6766ab69
 @schedule_exercise.check(
     points=1,
     hint="at step == max_steps the decay ends exactly at min_lr "
@@ -126,7 +126,7 @@ def reaches_min_lr(student, rng):
     sched = _schedule(rng)
     _compare(student, sched[0], sched, want=sched[3])
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #eec9d830
 @schedule_exercise.check(
     points=1,
     hint="after max_steps the rate stays at min_lr; the cosine must not "
@@ -144,7 +144,7 @@ def stays_at_min_lr(student, rng):
     ):
         _compare(student, step, sched, want=sched[3])
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #442ef46f
 @schedule_exercise.check(
     points=1,
     hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
@@ -158,7 +158,7 @@ def no_warmup(student, rng):
     for step in sorted({rng.randint(1, max_steps - 1) for _ in range(5)} | {max_steps}):
         _compare(student, step, sched)
 
-
+# %% ../../../nbs/grading/checks/ch07b.ipynb #15c59065
 @schedule_exercise.check(
     points=2,
     hint="the whole schedule, steps 0..max_steps, must equal torch's "

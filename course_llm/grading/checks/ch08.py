@@ -32,7 +32,12 @@ def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
         sizes.append(n)
     return sizes
 
+# %% auto #0
+__all__ = ['top_p_exercise', 'beam_step_exercise', 'kv_append_exercise', 'values', 'top_token_kept', 'p_one_keeps_all',
+           'rows_independent', 'ties', 'input_unchanged', 'best_candidates', 'scores_consistent', 'one_beam_dominates',
+           'first_step', 'returns_prefix', 'writes_in_place', 'decoding_loop', 'overflow_raises']
 
+# %% ../../../nbs/grading/checks/ch08.ipynb #81ff8253
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
     """course_llm.generate.top_p_filter (tested against transformers' TopPLogitsWarper in the test suite),
     checked here against a brute-force count of each row's nucleus. (Importing transformers inside a check
@@ -44,7 +49,7 @@ def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
         )
     return want
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #c0199f2f
 def _near_edge(logits: torch.Tensor, p: float, margin: float = 1e-4) -> bool:
     """True if some row's descending cumulative probability is within `margin` of p (for
     p < 1)."""
@@ -53,12 +58,12 @@ def _near_edge(logits: torch.Tensor, p: float, margin: float = 1e-4) -> bool:
     cum = logits.double().softmax(-1).sort(-1, descending=True).values.cumsum(-1)
     return bool(((cum - p).abs() < margin).any())
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #61fe1715
 def _nucleus_sizes(logits: torch.Tensor, p: float) -> list[int]:
     """Tokens kept per row by the oracle."""
     return (~_oracle(logits, p).isinf()).sum(-1).tolist()
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #543e5ef2
 def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
     """Random tie-free logits (B, V) and p, away from the edge of the nucleus.
 
@@ -78,11 +83,11 @@ def _case(rng, B=None, V=None, p=None, scale=None, crossing=True):
         if not crossing or (max(sizes) >= 2 and min(sizes) < v):
             return logits, q
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #636ae132
 def _call(logits, p):
     return f"top_p_filter(logits {tuple(logits.shape)}, p={p:.4g})"
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #8cf6489e
 def _run(student, logits, p):
     """Call the student on a copy; check the type, shape, -inf/unchanged entries; return
     the result."""
@@ -105,7 +110,7 @@ def _run(student, logits, p):
     )
     return got, removed
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #90f888bb
 def _compare(student, logits, p, what_extra=""):
     """Without ties: the removed set must be the oracle's."""
     want = _oracle(logits, p).isinf()
@@ -135,7 +140,7 @@ def _compare(student, logits, p, what_extra=""):
                 f"tokens with total probability {probs[nucleus].sum().item():.4g}"
             )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #52884a8b
 def _straddles(logits: torch.Tensor, p: float) -> bool:
     """True if in some row the edge of the nucleus (after two or more tokens) falls
     inside a group of equal logits."""
@@ -146,7 +151,7 @@ def _straddles(logits: torch.Tensor, p: float) -> bool:
         for b, m in enumerate(sizes)
     )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #8b505649
 def _compare_with_ties(student, logits, p):
     """With ties: same number kept per row, and every kept logit >= every removed logit."""
     want = _oracle(logits, p).isinf()
@@ -177,11 +182,6 @@ def _compare_with_ties(student, logits, p):
                 "likely than one it keeps",
             )
 
-# %% auto #0
-__all__ = ['top_p_exercise', 'beam_step_exercise', 'kv_append_exercise', 'values', 'top_token_kept', 'p_one_keeps_all',
-           'rows_independent', 'ties', 'input_unchanged', 'best_candidates', 'scores_consistent', 'one_beam_dominates',
-           'first_step', 'returns_prefix', 'writes_in_place', 'decoding_loop', 'overflow_raises']
-
 # %% ../../../nbs/grading/checks/ch08.ipynb #ceb5cb12
 top_p_exercise = register(
     Exercise(
@@ -210,7 +210,7 @@ def values(student, rng):
         logits, p = _case(rng)
         _compare(student, logits, p)
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #fdbe4317
 @top_p_exercise.check(
     points=1,
     hint="the most likely token is always kept, even when its probability alone "
@@ -228,7 +228,7 @@ def top_token_kept(student, rng):
             " (p is below the top probability of every row: keep only the top token)",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #bde65eec
 @top_p_exercise.check(
     points=1,
     hint="with p = 1 every token is kept, but a float cumulative sum from the "
@@ -246,7 +246,7 @@ def p_one_keeps_all(student, rng):
             "keeps all",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #26ec9e73
 @top_p_exercise.check(
     points=1,
     hint="each row is its own distribution: softmax, sort and cumulative sum "
@@ -271,7 +271,7 @@ def rows_independent(student, rng):
             break
     _compare(student, logits, p, " (rows with very different spreads and offsets)")
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #a64e8897
 @top_p_exercise.check(
     points=1,
     hint="equal logits: keep as many as needed to reach p, and never remove a "
@@ -290,7 +290,7 @@ def ties(student, rng):
                 break
         _compare_with_ties(student, logits, p)
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #46473053
 @top_p_exercise.check(
     points=1,
     hint="return a new tensor (e.g. logits.masked_fill(...), not masked_fill_): "
@@ -320,7 +320,7 @@ def _gapped(logp, scores, gap=1e-4):
     tops = [c[0] for c in _beam_brute(logp, scores, logp.size(0) + 1)]
     return all(a - b >= gap for a, b in zip(tops, tops[1:]) if b > float("-inf"))
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #7a3d6c92
 def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
     """Log-probs (k, V) (each row a log-softmax) and beam scores (k,), without near-ties at the top.
 
@@ -354,7 +354,7 @@ def _beam_case(rng, k=None, V=None, first=False, lead=None, shared=False):
         if _gapped(logp, scores):
             return logp, scores
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #c1e03d6b
 def _beam_brute(logp, scores, n=None):
     """Every (beam, token) candidate with its total score, best first, by plain Python
     sorting."""
@@ -366,7 +366,7 @@ def _beam_brute(logp, scores, n=None):
     cands.sort(key=lambda c: -c[0])
     return cands[: n or logp.size(0)]
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #f120f57a
 def _beam_call(student, logp, scores):
     got = student.beam_step(logp, scores)
     k = logp.size(0)
@@ -388,7 +388,7 @@ def _beam_call(student, logp, scores):
     parent, token, score = got
     return parent.tolist(), token.tolist(), score.tolist(), what
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #c07092e4
 def _compare_beams(student, logp, scores, extra=""):
     parent, token, score, what = _beam_call(student, logp, scores)
     want = _beam_brute(logp, scores)
@@ -411,7 +411,7 @@ def _compare_beams(student, logp, scores, extra=""):
         f"{[(w[1], w[2]) for w in want]}",
     )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #e50a75a8
 def _beam_mistake(logp, scores, pairs, score) -> str:
     """Which known mistake chose these (parent, token) pairs and `score`s, as the start
     of a message; else ""."""
@@ -445,7 +445,7 @@ def best_candidates(student, rng):
     for i in range(3):
         _compare_beams(student, *_beam_case(rng, shared=i == 0))
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #230a8e8e
 @beam_step_exercise.check(
     points=1,
     hint="the returned score must be the total log-probability of the new "
@@ -466,7 +466,7 @@ def scores_consistent(student, rng):
             f"logp[{p}, {t}] = {total:.4f}",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #f8a43a3e
 @beam_step_exercise.check(
     points=1,
     hint="the best k extensions can come from the same beam: compare all k x V "
@@ -476,7 +476,7 @@ def one_beam_dominates(student, rng):
     logp, scores = _beam_case(rng, k=rng.randint(3, 5), lead=True)
     _compare_beams(student, logp, scores, " (one beam far ahead)")
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #6e03cb66
 @beam_step_exercise.check(
     points=1,
     hint="beams with score -inf (copies of the prompt at the first step) must "
@@ -522,7 +522,7 @@ def _kv_case(rng, length=None, T=None):
     k_new, v_new = (torch.randn(B, H, T, d, generator=g) for _ in range(2))
     return k_cache, v_cache, length, k_new, v_new
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #f2dddbd0
 def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
     """course_llm.kv_cache.KVCache.update on copies: (cache k, cache v, returned k,
     returned v)."""
@@ -531,7 +531,7 @@ def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
     k, v = cache.update(k_new, v_new)
     return cache.k, cache.v, k, v
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #c78a2dc9
 def _kv_call(student, k_cache, v_cache, length, k_new, v_new):
     """Call the student (who writes into k_cache, v_cache); check the result's type and
     shape."""
@@ -575,7 +575,7 @@ def returns_prefix(student, rng):
             "by the new ones",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #f97a61a3
 @kv_append_exercise.check(
     points=2,
     hint="write into the preallocated tensors (k_cache[:, :, length:length + T] "
@@ -595,7 +595,7 @@ def writes_in_place(student, rng):
             "everywhere else",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #9bf3911e
 @kv_append_exercise.check(
     points=1,
     hint="each call appends at the current length; start from an empty "
@@ -622,7 +622,7 @@ def decoding_loop(student, rng):
             "not return all of them in order",
         )
 
-
+# %% ../../../nbs/grading/checks/ch08.ipynb #576af24b
 @kv_append_exercise.check(
     points=1,
     hint="raise ValueError when length + T exceeds the cache's max length "

@@ -48,7 +48,11 @@ def _batch(rng, vocab_size, B=64, T=64):
             ids[r, T - n :] = PAD
     return ids
 
+# %% auto #0
+__all__ = ['masking_exercise', 'PAD', 'CLS', 'SEP', 'MASK', 'SPECIAL', 'labels_and_unselected', 'specials_never_selected',
+           'selection_rate', 'replacement_rates', 'random_tokens_uniform']
 
+# %% ../../../nbs/grading/checks/ch09b.ipynb #3de78846
 def _call(student, ids, vocab_size, p):
     what = f"mask_tokens(ids {tuple(ids.shape)}, vocab_size={vocab_size}, mask_id={MASK}, special_ids={SPECIAL}, mlm_probability={p})"
     out = student.mask_tokens(ids.clone(), vocab_size, MASK, SPECIAL, mlm_probability=p)
@@ -73,7 +77,7 @@ def _call(student, ids, vocab_size, p):
         )
     return x.long(), y.long(), what
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #5b408c92
 def _within(count, total, p, what, z=5.0, why=""):
     sd = math.sqrt(total * p * (1 - p))
     expect(
@@ -82,7 +86,7 @@ def _within(count, total, p, what, z=5.0, why=""):
         f"(allowed +- {z * sd / max(total, 1):.4f}){why}",
     )
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #47e51538
 def _draw(student, rng, vocab_size, p, calls=8):
     """Several calls on fresh batches and generators; all results stacked."""
     xs, ys, idss = [], [], []
@@ -93,10 +97,6 @@ def _draw(student, rng, vocab_size, p, calls=8):
         ys.append(y)
         idss.append(ids)
     return torch.cat(idss), torch.cat(xs), torch.cat(ys), what
-
-# %% auto #0
-__all__ = ['masking_exercise', 'PAD', 'CLS', 'SEP', 'MASK', 'SPECIAL', 'labels_and_unselected', 'specials_never_selected',
-           'selection_rate', 'replacement_rates', 'random_tokens_uniform']
 
 # %% ../../../nbs/grading/checks/ch09b.ipynb #68745bfe
 @masking_exercise.check(
@@ -124,7 +124,7 @@ def labels_and_unselected(student, rng):
         "input differs); only selected tokens may be corrupted",
     )
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #0ca88790
 @masking_exercise.check(
     points=1,
     hint="give special tokens (and padding) a selection probability of 0: never "
@@ -143,7 +143,7 @@ def specials_never_selected(student, rng):
         f"{what}: a special token or padding was changed",
     )
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #ed46b524
 @masking_exercise.check(
     points=2,
     hint="select each ordinary token independently with probability mlm_probability "
@@ -161,7 +161,7 @@ def selection_rate(student, rng):
             f"{what}: share of ordinary tokens selected",
         )
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #bf92c0f1
 @masking_exercise.check(
     points=2,
     hint="of the SELECTED tokens: 80% become mask_id, 10% a random id, 10% stay as "
@@ -205,7 +205,7 @@ def replacement_rates(student, rng):
         f"{what}: share of selected tokens left unchanged",
     )
 
-
+# %% ../../../nbs/grading/checks/ch09b.ipynb #2d3a0774
 @masking_exercise.check(
     points=1,
     hint="draw random replacements uniformly from all ids 0 .. vocab_size - 1 "

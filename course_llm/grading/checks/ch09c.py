@@ -42,7 +42,7 @@ def _images(rng, C, square=True):
     nw = nh if square else nh + rng.randint(1, 2)
     return torch.randn(rng.randint(1, 3), C, nh * p, nw * p, generator=g), p
 
-
+# %% ../../../nbs/grading/checks/ch09c.ipynb #951813b3
 def _compare(student, x, p):
     what = f"patchify(images {tuple(x.shape)}, {p})"
     got = student.patchify(x, p)
@@ -72,7 +72,7 @@ def square_grey_images(student, rng):
     x, p = _images(rng, C=1)
     _compare(student, x, p)
 
-
+# %% ../../../nbs/grading/checks/ch09c.ipynb #31eb51da
 @patchify_exercise.check(
     points=1,
     hint="patches go row by row (left to right, then top to bottom); with H != W use "
@@ -82,7 +82,7 @@ def non_square_images(student, rng):
     x, p = _images(rng, C=1, square=False)
     _compare(student, x, p)
 
-
+# %% ../../../nbs/grading/checks/ch09c.ipynb #c6a4128b
 @patchify_exercise.check(
     points=1,
     hint="flatten each patch in (channel, row, column) order: all of channel 0's "

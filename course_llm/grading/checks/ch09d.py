@@ -44,12 +44,12 @@ def _brute(s, e, max_len, allowed=None, check_end=True):
                 best, arg = s[i] + e[j], (i, j)
     return arg
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #43dfcc79
 def _scores(rng, B, T):
     g = torch_generator(rng)
     return torch.randn(B, T, generator=g) * 3, torch.randn(B, T, generator=g) * 3
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #c9b3263e
 def _as_ints(x, n, what):
     try:
         t = torch.as_tensor(x).reshape(-1)
@@ -60,7 +60,7 @@ def _as_ints(x, n, what):
             "(or ints)"
         ) from None
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #c4457d28
 def _compare(student, s, e, max_len, allowed=None, batched=True):
     what = (
         f"best_span(scores of shape {tuple(s.shape if batched else s[0].shape)}, "
@@ -145,7 +145,7 @@ def _row(rng, T, trap, max_len):
         e[q] += 8
     return s, e, allowed
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #dd47272f
 def _single(student, rng, trap, max_len=None, use_allowed=False):
     T = rng.randint(8, 11)
     max_len = T if max_len is None else max_len
@@ -159,7 +159,7 @@ def _single(student, rng, trap, max_len=None, use_allowed=False):
         batched=False,
     )
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #bc3a68fa
 @span_qa_exercise.check(
     points=2,
     hint="the start and the end are chosen together: maximise s[i] + e[j] over pairs "
@@ -168,7 +168,7 @@ def _single(student, rng, trap, max_len=None, use_allowed=False):
 def start_before_end(student, rng):
     _single(student, rng, "order")
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #197a8b82
 @span_qa_exercise.check(
     points=1,
     hint="a span (i, j) has j - i + 1 tokens; with max_len=1 only i == j is allowed",
@@ -177,7 +177,7 @@ def longest_span(student, rng):
     for max_len in (1, 2, 3):
         _single(student, rng, "length", max_len=max_len)
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #33dcb3ac
 @span_qa_exercise.check(
     points=1,
     hint="both ends must be allowed positions: mask out (i, j) when allowed[i] or "
@@ -186,7 +186,7 @@ def longest_span(student, rng):
 def allowed_positions(student, rng):
     _single(student, rng, "allowed", use_allowed=True)
 
-
+# %% ../../../nbs/grading/checks/ch09d.ipynb #13506dd4
 @span_qa_exercise.check(
     points=1,
     hint="for (B, T) inputs return two (B,) tensors, one span per row; build the "

@@ -43,7 +43,11 @@ span_exercise = register(
 def _sentinel(k):
     return f"<extra_id_{k}>"
 
+# %% auto #0
+__all__ = ['WORDS', 'span_exercise', 'cross_exercise', 'random_masks', 'adjacent_merge', 'mask_at_edges', 'no_noise',
+           'single_head', 'multi_head', 'unscaled', 'encoder_padding', 'not_causal']
 
+# %% ../../../nbs/grading/checks/ch10.ipynb #ac27431d
 def _span_oracle(tokens, mask):
     """Brute force: cut the sequence into maximal runs of equal mask, write both sides run by run.
 
@@ -66,7 +70,7 @@ def _span_oracle(tokens, mask):
         )
     return inputs, targets
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #a894be05
 def _from_runs(rng, spans, lead, trail):
     """Tokens and a mask with noise runs of the given lengths, separated by 1-3 clean tokens.
 
@@ -80,7 +84,7 @@ def _from_runs(rng, spans, lead, trail):
     mask += [False] * (rng.randint(1, 3) if trail else 0)
     return [rng.choice(WORDS) for _ in mask], mask
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #96e6ea3e
 def _compare_spans(student, tokens, mask, note=""):
     want = _span_oracle(tokens, mask)
     shown = "".join("x" if m else "." for m in mask)
@@ -96,10 +100,6 @@ def _compare_spans(student, tokens, mask, note=""):
         ) from None
     expect(got[0] == want[0], f"{what}: inputs {got[0]}, expected {want[0]}")
     expect(got[1] == want[1], f"{what}: targets {got[1]}, expected {want[1]}")
-
-# %% auto #0
-__all__ = ['WORDS', 'span_exercise', 'cross_exercise', 'random_masks', 'adjacent_merge', 'mask_at_edges', 'no_noise',
-           'single_head', 'multi_head', 'unscaled', 'encoder_padding', 'not_causal']
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #8344fc10
 @span_exercise.check(
@@ -121,7 +121,7 @@ def random_masks(student, rng):
                 break
         _compare_spans(student, [rng.choice(WORDS) for _ in range(n)], mask)
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #993b2dc7
 @span_exercise.check(
     points=2,
     hint="adjacent masked tokens form ONE span: they share one sentinel in the "
@@ -133,7 +133,7 @@ def adjacent_merge(student, rng):
     )
     _compare_spans(student, tokens, mask, note=" (spans of several tokens)")
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #28f455f6
 @span_exercise.check(
     points=2,
     hint="a span may start at the first token (there is no previous token to look "
@@ -149,7 +149,7 @@ def mask_at_edges(student, rng):
         tokens, mask = _from_runs(rng, spans, lead, trail)
         _compare_spans(student, tokens, mask, note=" (a span at the start or the end)")
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #db05079e
 @span_exercise.check(
     points=1,
     hint="without noise the inputs are the tokens unchanged and the targets are the "
@@ -197,7 +197,7 @@ def _cross_case(rng, n_heads, d_kv, T, S, B=None):
     }
     return x, z, w
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #f069e447
 def _cross_oracle(x, z, w, n_heads, z_mask=None):
     """PyTorch's scaled_dot_product_attention with scale=1 in float64, cross-checked
     with the chapter's module."""
@@ -237,7 +237,7 @@ def _cross_oracle(x, z, w, n_heads, z_mask=None):
         )
     return want
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #6d7398e2
 def _cross_call(x, z, w, n_heads, z_mask=None):
     text = (
         f"cross_attention(x {tuple(x.shape)}, z {tuple(z.shape)}, w_q "
@@ -246,7 +246,7 @@ def _cross_call(x, z, w, n_heads, z_mask=None):
     )
     return text + (f", z_mask {z_mask.int().tolist()})" if z_mask is not None else ")")
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #1d684b8f
 def _student(student, x, z, w, n_heads, z_mask=None):
     args = (
         x.clone(),
@@ -261,7 +261,7 @@ def _student(student, x, z, w, n_heads, z_mask=None):
         return student.cross_attention(*args)
     return student.cross_attention(*args, z_mask=z_mask.clone())
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #60763701
 def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
     # redraw (a few times at most) until every known mistake changes the output: with
     # wide heads the softmax can be nearly one-hot, and a causal mask that hides no
@@ -282,7 +282,7 @@ def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
         mistakes=mistakes,
     )
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #dc3b613a
 def _cross_mistakes(x, z, w, n_heads):
     """What two known mistakes return: scores divided by sqrt(d_kv), and a causal mask."""
     B, T, _ = x.shape
@@ -316,7 +316,7 @@ def single_head(student, rng):
             student, 1, rng.randint(2, 8), rng.randint(1, 5), rng.randint(2, 7), rng
         )
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #db521535
 @cross_exercise.check(
     points=2,
     hint="d_kv = w_q.shape[0] // n_heads; head h uses columns h*d_kv:(h+1)*d_kv of "
@@ -336,7 +336,7 @@ def multi_head(student, rng):
             note=" (several heads)",
         )
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #8caf925a
 @cross_exercise.check(
     points=1,
     hint="T5 does NOT divide the scores by sqrt(d_kv): the scale is folded into "
@@ -353,7 +353,7 @@ def unscaled(student, rng):
         note=" (wide head)",
     )
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #91807ab2
 @cross_exercise.check(
     points=2,
     hint="z_mask (B, S) marks the encoder positions that exist (True) or are padding "
@@ -408,7 +408,7 @@ def encoder_padding(student, rng):
             "output",
         )
 
-
+# %% ../../../nbs/grading/checks/ch10.ipynb #84971d9e
 @cross_exercise.check(
     points=1,
     hint="cross-attention has no causal mask: every decoder position may attend to "

@@ -25,7 +25,10 @@ def _oracle(query, docs, k1, b, epsilon=0.25):
         )
     return want
 
+# %% auto #0
+__all__ = ['bm25_exercise', 'values', 'k1_and_b', 'repeated_query_terms', 'unseen_query_terms', 'common_terms_floor']
 
+# %% ../../../nbs/grading/checks/ch11.ipynb #ab7792c5
 def _collection(rng, common=False):
     """Random docs, none of length avgdl, and their terms with idf > 0.
 
@@ -52,18 +55,18 @@ def _collection(rng, common=False):
         ):
             return docs, rare
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #94f9edb9
 def _query(rng, seen, extra=()):
     """Distinct seen terms (no repeats), plus `extra`."""
     q = rng.sample(seen, min(len(seen), rng.randint(2, 4))) + list(extra)
     rng.shuffle(q)
     return q
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #4003fca9
 def _call(query, docs, k1, b):
     return f"bm25_scores(query={query}, docs=<{len(docs)} documents>, k1={k1:.3g}, b={b:.3g})"
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #b5798414
 def _compare(student, query, docs, k1=1.5, b=0.75, note=""):
     want = _oracle(query, docs, k1, b)
     got = student.bm25_scores(list(query), [list(d) for d in docs], k1, b)
@@ -95,9 +98,6 @@ def _compare(student, query, docs, k1=1.5, b=0.75, note=""):
             raise CheckFailed(
                 f"{what}: document {i} {docs[i]} scores {g:.4g}, expected {w:.4g}{why}"
             )
-
-# %% auto #0
-__all__ = ['bm25_exercise', 'values', 'k1_and_b', 'repeated_query_terms', 'unseen_query_terms', 'common_terms_floor']
 
 # %% ../../../nbs/grading/checks/ch11.ipynb #aa2cd2fc
 bm25_exercise = register(
@@ -131,7 +131,7 @@ def values(student, rng):
         docs, seen = _collection(rng)
         _compare(student, _query(rng, seen), docs)
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #10bef196
 @bm25_exercise.check(
     points=1,
     hint="use the k1 and b arguments, not the defaults: k1 saturates the term count, "
@@ -148,7 +148,7 @@ def k1_and_b(student, rng):
             b=rng.uniform(0.3, 1.0),
         )
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #01b91f4c
 @bm25_exercise.check(
     points=1,
     hint="loop over the query tokens as given: a term that appears twice in the query "
@@ -160,7 +160,7 @@ def repeated_query_terms(student, rng):
     q = _query(rng, [s for s in seen if s != t], extra=[t, t])
     _compare(student, q, docs, note=f" (the query repeats {t!r})")
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #2138b616
 @bm25_exercise.check(
     points=1,
     visibility="hidden",
@@ -176,7 +176,7 @@ def unseen_query_terms(student, rng):
         note=" ('zzz' is in no document)",
     )
 
-
+# %% ../../../nbs/grading/checks/ch11.ipynb #50830f5d
 @bm25_exercise.check(
     points=1,
     hint="a term in more than half of the documents has a negative idf; replace it by "

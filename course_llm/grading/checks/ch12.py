@@ -49,7 +49,11 @@ def _conversation(rng, roles, cut=False):
         ids, labels = ids[:n], labels[:n]
     return ids, labels
 
+# %% auto #0
+__all__ = ['IM_START', 'IM_END', 'NL', 'ROLE', 'HEADER', 'response_mask_exercise', 'single_turn', 'multi_turn', 'truncated',
+           'ignore_index']
 
+# %% ../../../nbs/grading/checks/ch12.ipynb #7301c29d
 def _compare(student, ids, labels, ignore_index=-100, note=""):
     want = [ignore_index if l == -1 else l for l in labels]
     what = (
@@ -75,7 +79,7 @@ def _compare(student, ids, labels, ignore_index=-100, note=""):
         f"{want[bad[0]] if bad else None}); ids={ids}",
     )
 
-
+# %% ../../../nbs/grading/checks/ch12.ipynb #e86f63f0
 @response_mask_exercise.check(
     points=3,
     hint="labels equal the ids on the assistant's content and its closing "
@@ -86,7 +90,7 @@ def single_turn(student, rng):
     for _ in range(3):
         _compare(student, *_conversation(rng, ["user", "assistant"]))
 
-
+# %% ../../../nbs/grading/checks/ch12.ipynb #ea2d56a5
 @response_mask_exercise.check(
     points=2,
     hint="every assistant reply is trained, not only the first or the last; "
@@ -99,7 +103,7 @@ def multi_turn(student, rng):
         )
         _compare(student, *_conversation(rng, roles), note=" (several turns)")
 
-
+# %% ../../../nbs/grading/checks/ch12.ipynb #6e209c71
 @response_mask_exercise.check(
     points=1,
     hint="a reply cut by the context window has no <|im_end|>: its tokens up "
@@ -112,7 +116,7 @@ def truncated(student, rng):
         note=" (cut inside the reply)",
     )
 
-
+# %% ../../../nbs/grading/checks/ch12.ipynb #a0d610c9
 @response_mask_exercise.check(
     points=1, hint="use the ignore_index argument, do not hard-code -100"
 )
@@ -123,7 +127,3 @@ def ignore_index(student, rng):
         ignore_index=-7,
         note=" (custom ignore)",
     )
-
-# %% auto #0
-__all__ = ['IM_START', 'IM_END', 'NL', 'ROLE', 'HEADER', 'response_mask_exercise', 'single_turn', 'multi_turn', 'truncated',
-           'ignore_index']

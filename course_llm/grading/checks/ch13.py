@@ -62,7 +62,7 @@ def _bt_oracle(a, b):
         )
     return want.item()
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #e028c7ae
 def _bt_compare(student, a, b, note=""):
     what = f"bradley_terry_loss(r_chosen {tuple(a.shape)}, r_rejected {tuple(b.shape)}){note}"
     got = student.bradley_terry_loss(a.clone(), b.clone())
@@ -73,7 +73,7 @@ def _bt_compare(student, a, b, note=""):
     }
     expect_number(got, _bt_oracle(a, b), what, rel=1e-4, abs_=1e-5, mistakes=mistakes)
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #8c388438
 @bt_exercise.check(
     points=3,
     hint="the loss of one pair is -log(sigmoid(r_chosen - r_rejected)); average it "
@@ -87,7 +87,7 @@ def values(student, rng):
         a, b = torch.randn(n, generator=g) * 2, torch.randn(n, generator=g) * 2
         _bt_compare(student, a, b)
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #e30e9ed0
 @bt_exercise.check(
     points=1,
     hint="the mean over the batch, not the sum: the loss must not grow with the number "
@@ -101,7 +101,7 @@ def batch_mean(student, rng):
         student, a.repeat(n), b.repeat(n), f" (the same pair repeated {n} times)"
     )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #7eb864ce
 @bt_exercise.check(
     points=1,
     hint="log(sigmoid(z)) underflows to log(0) = -inf when z is very negative; use "
@@ -150,7 +150,7 @@ def _gae_brute(r, v, gamma, lam, mask):
         )
     return torch.tensor(out, dtype=torch.float64)
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #3ae5df64
 def _gae_case(rng, padded=False, gamma=None, lam=None):
     g = torch_generator(rng)
     B, T = rng.randint(1, 4), rng.randint(3, 9)
@@ -164,7 +164,7 @@ def _gae_case(rng, padded=False, gamma=None, lam=None):
     lam = lam if lam is not None else rng.uniform(0.3, 0.95)
     return r, v, gamma, lam, mask
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #15805ada
 def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
     what = f"gae(rewards {tuple(r.shape)}, values, gamma={gamma:.3g}, lam={lam:.3g}{', mask' if mask is not None else ''}){note}"
     got = student.gae(
@@ -184,7 +184,7 @@ def _gae_run(student, r, v, gamma, lam, mask=None, note=""):
         )
     return what, adv, ret, want_adv, want_ret
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #6b17a8c5
 def _gae_recursion(r, v, gamma, factor):
     """A_t = delta_t + factor * A_{t+1} (no mask): GAE when factor = gamma * lam, a
     known mistake otherwise."""
@@ -200,11 +200,11 @@ def _gae_recursion(r, v, gamma, factor):
         adv[:, t] = running
     return adv
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #a3979151
 def _close(got, want):
     return bool(torch.allclose(got.double(), want.double(), rtol=1e-4, atol=1e-4))
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #4eefe2d5
 @gae_exercise.check(
     points=3,
     hint="go backwards: delta_t = r_t + gamma V_{t+1} - V_t with V = 0 after the last "
@@ -224,7 +224,7 @@ def advantages(student, rng):
             adv, want, f"{what}: advantages", atol=1e-4, rtol=1e-4, mistakes=mistakes
         )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #0af11a0e
 @gae_exercise.check(
     points=1, hint="the returns the value head regresses on are advantages + values"
 )
@@ -235,7 +235,7 @@ def returns(student, rng):
         _close(ret, want), f"{what}: returns {ret.tolist()}, expected {want.tolist()}"
     )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #79f496df
 @gae_exercise.check(
     points=1,
     hint="lam = 0 leaves the one-step TD residual delta_t; gamma = lam = 1 gives the "
@@ -250,7 +250,7 @@ def lambda_limits(student, rng):
             f"{what}: advantages {adv.tolist()}, expected {want.tolist()}",
         )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #3f3f0f61
 @gae_exercise.check(
     points=1,
     hint="with a mask, a row ends at its last real step: V after it counts as 0, "
@@ -294,7 +294,7 @@ def _dpo_oracle(pc, pr, rc, rr, beta):
         )
     return want
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #f69a8c0f
 def _dpo_case(rng, scale=5.0):
     g = torch_generator(rng)
     n = rng.randint(2, 12)
@@ -303,7 +303,7 @@ def _dpo_case(rng, scale=5.0):
     )  # log-probabilities <= 0
     return pc, pr, rc, rr
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #d2ad3ab5
 def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
     what = f"dpo_loss(4 tensors of shape {tuple(pc.shape)}, beta={beta:.3g}){note}"
     got = student.dpo_loss(pc.clone(), pr.clone(), rc.clone(), rr.clone(), beta)
@@ -323,7 +323,7 @@ def _dpo_compare(student, pc, pr, rc, rr, beta, note=""):
         mistakes=mistakes,
     )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #2c8fc1b3
 @dpo_exercise.check(
     points=3,
     hint="implicit reward of a response: log pi - log pi_ref; loss = "
@@ -334,7 +334,7 @@ def values(student, rng):
     for _ in range(3):
         _dpo_compare(student, *_dpo_case(rng), rng.uniform(0.05, 1.0))
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #d38d4ee9
 @dpo_exercise.check(
     points=1,
     hint="when the policy equals the reference every log-ratio is 0 and the loss is "
@@ -352,7 +352,7 @@ def policy_equals_reference(student, rng):
         " (policy = reference)",
     )
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #0d54fa61
 @dpo_exercise.check(
     points=1,
     hint="beta multiplies the difference of log-ratios inside the sigmoid, not the "
@@ -365,7 +365,7 @@ def beta_inside(student, rng):
     for beta in (0.01, rng.uniform(2.0, 5.0)):
         _dpo_compare(student, pc, pr, rc, rr, beta)
 
-
+# %% ../../../nbs/grading/checks/ch13.ipynb #abd68e42
 @dpo_exercise.check(
     points=1, hint="log(sigmoid(z)) underflows for very negative z; use F.logsigmoid"
 )

@@ -46,7 +46,7 @@ def _brute(stored: torch.Tensor, n_head: int) -> torch.Tensor:
             out[h * d + d // 2 + j] = stored[h * d + 2 * j + 1]
     return out
 
-
+# %% ../../../nbs/grading/checks/ch14.ipynb #ce6eb8c8
 def _oracle(stored, n_head):
     want = _package_unpermute(stored, n_head)
     if not torch.equal(want, _brute(stored, n_head)):
@@ -55,7 +55,7 @@ def _oracle(stored, n_head):
         )
     return want
 
-
+# %% ../../../nbs/grading/checks/ch14.ipynb #517d1b34
 def _compare(student, rng, n_head, d_head, d_in):
     g = torch_generator(rng)
     stored = torch.randn(n_head * d_head, d_in, generator=g)
@@ -110,7 +110,7 @@ def several_heads(student, rng):
             student, rng, rng.randint(2, 9), 2 * rng.randint(3, 8), rng.randint(1, 12)
         )
 
-
+# %% ../../../nbs/grading/checks/ch14.ipynb #0c08a1a2
 @unpermute_exercise.check(
     points=1,
     hint="with one head the whole matrix is that head: rows 0, 2, 4, ... come "
@@ -119,7 +119,7 @@ def several_heads(student, rng):
 def one_head(student, rng):
     _compare(student, rng, 1, 2 * rng.randint(3, 16), rng.randint(1, 12))
 
-
+# %% ../../../nbs/grading/checks/ch14.ipynb #ecec9b96
 @unpermute_exercise.check(
     points=1,
     hint="SmolLM2's W_q is (576, 576) with 9 heads, its W_k (192, 576) with 3 "

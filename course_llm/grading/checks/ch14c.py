@@ -42,7 +42,7 @@ def _case(rng, dtype=torch.float32):
     )
     return z1, z2, rng.choice([0.1, 0.2, 0.5, 1.0])
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #d355790d
 def _oracle(z1: torch.Tensor, z2: torch.Tensor, tau: float) -> torch.Tensor:
     """The formula term by term, in float64 with loops (differentiable)."""
     z = torch.cat([z1, z2]).double()
@@ -54,7 +54,7 @@ def _oracle(z1: torch.Tensor, z2: torch.Tensor, tau: float) -> torch.Tensor:
         total = total - torch.log(torch.exp(sim(z[i], z[(i + N) % n2]) / tau) / den)
     return total / n2
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #d27ac855
 def _scalar(got, what: str) -> float:
     if not isinstance(got, torch.Tensor) or got.numel() != 1:
         raise CheckFailed(
@@ -64,11 +64,11 @@ def _scalar(got, what: str) -> float:
         )
     return float(got)
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #33b2082d
 def _call(z1, tau):
     return f"info_nce(z1 {tuple(z1.shape)}, z2, temperature={tau:g})"
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #5b734a56
 def _nce_mistakes(z1, z2, tau) -> dict:
     """What three known mistakes return (vectorised, float64)."""
     z = torch.cat([z1, z2]).double()
@@ -94,7 +94,7 @@ def _nce_mistakes(z1, z2, tau) -> dict:
         "both directions": loss(unit @ unit.T, anchors=N),
     }
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #fa740112
 def _close(got: float, want: float, what: str, rtol: float = 1e-4) -> None:
     expect(
         abs(got - want) <= rtol * max(1.0, abs(want)),
@@ -126,7 +126,7 @@ def values(student, rng):
                 mistakes=_nce_mistakes(z1, z2, tau),
             )
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #cc69cd7c
 @info_nce_exercise.check(
     points=1,
     hint="the denominator runs over the 2N - 1 OTHER vectors: mask the diagonal "
@@ -144,7 +144,7 @@ def excludes_self(student, rng):
         f"{_call(z, tau)} with all 2N views equal (must be log(2N - 1))",
     )
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #7eb7977d
 @info_nce_exercise.check(
     points=1,
     hint="the loss treats both views alike: anchors are all 2N vectors, not only "
@@ -158,7 +158,7 @@ def symmetric_in_the_views(student, rng):
     )
     _close(b, a, f"info_nce(z2, z1) vs info_nce(z1, z2) = {a:.6f}", rtol=1e-6)
 
-
+# %% ../../../nbs/grading/checks/ch14c.ipynb #d0bbb8e7
 @info_nce_exercise.check(
     points=1,
     hint="sim is the COSINE similarity: divide each vector by its norm before the "

@@ -46,7 +46,7 @@ def _online_case(rng, multiple, big=False, dtype=torch.float32):
         q = q * (1000.0 * math.sqrt(d) / lead.abs())[:, None]
     return q.to(dtype), k.to(dtype), v.to(dtype), block
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #e2968d25
 def _rising_case(rng):
     """One query whose scores rise from 0 to 6 across the keys: the running max grows
     every block."""
@@ -58,12 +58,12 @@ def _rising_case(rng):
     k = k + 0.05 * torch.randn(S, d, generator=g)
     return q, k, torch.randn(S, d_v, generator=g), block
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #0fb46902
 def _online_oracle(q, k, v):
     s = q.double() @ k.double().T / math.sqrt(q.size(1))
     return torch.softmax(s, -1) @ v.double()
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #28acbd21
 def _expect_attention(student, q, k, v, block):
     """Call the student's online_attention and compare it with softmax(q k^T / sqrt(d))
     v."""
@@ -72,7 +72,7 @@ def _expect_attention(student, q, k, v, block):
         student.online_attention(q, k, v, block), _online_oracle(q, k, v), call
     )
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #6f5a92de
 @online_exercise.check(
     points=2,
     hint="scores are q k^T / sqrt(d); with S a multiple of block_size "
@@ -81,7 +81,7 @@ def _expect_attention(student, q, k, v, block):
 def equals_softmax_attention(student, rng):
     _expect_attention(student, *_online_case(rng, multiple=True))
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #96aecbbf
 @online_exercise.check(
     points=1,
     hint="the last block may be shorter than block_size: do not drop it "
@@ -90,7 +90,7 @@ def equals_softmax_attention(student, rng):
 def partial_last_block(student, rng):
     _expect_attention(student, *_online_case(rng, multiple=False))
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #8e49c068
 @online_exercise.check(
     points=2,
     hint="when the running max grows, rescale BOTH the running sum and "
@@ -99,7 +99,7 @@ def partial_last_block(student, rng):
 def rescales_when_the_max_grows(student, rng):
     _expect_attention(student, *_rising_case(rng))
 
-
+# %% ../../../nbs/grading/checks/ch15.ipynb #7002e351
 @online_exercise.check(
     points=1,
     hint="subtract the running max before exp: exp(s - m_new), "

@@ -42,7 +42,7 @@ def _quant_oracle(w, bits, group):
     safe = torch.where(scales > 0, scales, torch.ones_like(scales))
     return torch.round(g / safe[..., None]).reshape(w.shape), scales
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #9d50370e
 def _quant_case(rng, rows=None, groups=None):
     g = torch_generator(rng)
     group = rng.choice([4, 8, 16])
@@ -55,7 +55,7 @@ def _quant_case(rng, rows=None, groups=None):
     )  # an outlier
     return w, group
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #3cf9cb70
 def _quantize(student, w, bits, group):
     result = student.group_quantize(w.clone(), bits, group)
     if not (isinstance(result, tuple) and len(result) == 2):
@@ -65,7 +65,7 @@ def _quantize(student, w, bits, group):
         )
     return result
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #a21e3071
 @quant_exercise.check(
     points=2,
     hint="one scale per group of group_size consecutive weights of a ROW: "
@@ -89,7 +89,7 @@ def scales_per_group(student, rng):
         mistakes=mistakes,
     )
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #bd264339
 @quant_exercise.check(
     points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]"
 )
@@ -103,7 +103,7 @@ def codes(student, rng):
         atol=0.5,
     )
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #339a556d
 @quant_exercise.check(
     points=1, hint="with bits=4 the codes are in [-7, 7]: Q = 2**(bits-1) - 1"
 )
@@ -115,7 +115,7 @@ def four_bits(student, rng):
     expect_values(scales, want_scales, f"scales of {what}")
     expect_values(got, want_codes, f"codes of {what}", atol=0.5)
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #88f714f2
 @quant_exercise.check(
     points=1,
     hint="a group of zeros has scale 0: give it codes 0 instead of dividing 0 by 0",
@@ -136,7 +136,7 @@ def all_zero_group(student, rng):
         f"{what} contain NaN or inf",
     )
 
-
+# %% ../../../nbs/grading/checks/ch16.ipynb #04c6f4a4
 @quant_exercise.check(
     points=1,
     hint="each code times the scale of ITS group: repeat each scale group_size "

@@ -31,11 +31,11 @@ def _two_distributions(rng):
     q = torch.rand(V, generator=g, dtype=torch.float64) ** 2 + 0.01
     return p / p.sum(), q / q.sum()
 
-
+# %% ../../../nbs/grading/checks/ch17.ipynb #3c3a3535
 def _accept_call(x, u):
     return f"accept(p, q, x={x}, u={u:.4f})"
 
-
+# %% ../../../nbs/grading/checks/ch17.ipynb #dbb1815a
 @spec_exercise.check(
     points=2,
     hint="keep x when u < p[x] / q[x]: a token the draft over-proposes "
@@ -69,7 +69,7 @@ def accept_rule(student, rng):
             f"{_accept_call(x, u)} returned {got!r} but p[x]/q[x] = {ratio:.4g}{why}",
         )
 
-
+# %% ../../../nbs/grading/checks/ch17.ipynb #f78aa564
 @spec_exercise.check(
     points=1,
     hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, "
@@ -85,7 +85,7 @@ def accepts_when_target_likes_it_more(student, rng):
             f"{_accept_call(x, u)} returned {got!r}, expected True (p[x] >= q[x])",
         )
 
-
+# %% ../../../nbs/grading/checks/ch17.ipynb #a3679bc2
 @spec_exercise.check(
     points=2,
     hint="residual = max(0, p - q) divided by its sum (not |p - q|, not unnormalised)",

@@ -47,18 +47,18 @@ def _lora_case(rng, zero_B=False, lead=(None,)):
     alpha = float(rng.choice([1.0, 3.0, 8.0, 16.0]))
     return x, W0, b, A, B, alpha
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #19f8465c
 def _lora_oracle(x, W0, b, A, B, alpha):
     x, W0, A, B = x.double(), W0.double(), A.double(), B.double()
     h = x @ W0.T + alpha / A.shape[0] * (x @ A.T) @ B.T
     return h if b is None else h + b.double()
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #ce3ad4c1
 def _what(x, b, A, alpha):
     bias = "None" if b is None else f"b {tuple(b.shape)}"
     return f"lora_forward(x {tuple(x.shape)}, W0, {bias}, A {tuple(A.shape)}, B, alpha={alpha:g})"
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #a33c0f99
 @lora_exercise.check(
     points=1,
     hint="with B = 0 the layer is the frozen one: x @ weight.T + bias "
@@ -76,7 +76,7 @@ def update_starts_at_zero(student, rng):
         atol=1e-4,
     )
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #f55c31ee
 @lora_exercise.check(
     points=1, hint="bias may be None (a layer without bias): then add nothing"
 )
@@ -90,7 +90,7 @@ def without_bias(student, rng):
         atol=1e-4,
     )
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #c7798aa1
 @lora_exercise.check(
     points=2,
     hint="scale the update (x @ A.T) @ B.T by alpha / r, where the rank r is "
@@ -105,7 +105,7 @@ def update_scaled_by_alpha_over_r(student, rng):
         got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4
     )
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #832efc27
 @lora_exercise.check(
     points=1,
     hint="x may have leading dimensions (batch, time): use x @ weight.T and "
@@ -120,7 +120,7 @@ def batched_input(student, rng):
         got, _lora_oracle(x, W0, b, A, B, alpha), _what(x, b, A, alpha), atol=1e-4
     )
 
-
+# %% ../../../nbs/grading/checks/ch18.ipynb #3485757e
 @lora_exercise.check(
     points=2,
     hint="the merged weight is weight + (alpha / r) * B @ A: (out, r) @ (r, in) "

@@ -46,7 +46,7 @@ def _logits(rng, n_tokens=None, n_expert=None):
         * 2
     )
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #5d2083e7
 def _route(student, logits, k):
     result = student.top_k_route(logits.clone(), k)
     if not (isinstance(result, tuple) and len(result) == 2):
@@ -56,19 +56,19 @@ def _route(student, logits, k):
         )
     return result
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #b0a4ecad
 def _route_oracle(logits, k):
     probs = logits.double().softmax(dim=-1)
     gates, experts = probs.topk(k, dim=-1)
     return (gates / gates.sum(-1, keepdim=True) if k > 1 else gates), experts
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #217d456e
 def _balance_oracle(logits, experts):
     n_expert = logits.size(-1)
     f = torch.bincount(experts.flatten(), minlength=n_expert).double() / experts.numel()
     return n_expert * (f * logits.double().softmax(-1).mean(0)).sum().item()
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #466e58a9
 def _keep_oracle(experts, n_expert, capacity):
     keep, used = torch.zeros(experts.shape, dtype=torch.bool), [0] * n_expert
     for r in range(experts.size(1)):
@@ -95,7 +95,7 @@ def chooses_top_experts(student, rng):
         atol=0,
     )
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #5a3eae1f
 @moe_exercise.check(
     points=1,
     hint="for k = 1 the gate is the raw probability p_i(x) (Switch): do not "
@@ -110,7 +110,7 @@ def top1_gate_is_the_probability(student, rng):
         f"gates of top_k_route(logits {tuple(logits.shape)}, 1)",
     )
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #7cae67bc
 @moe_exercise.check(
     points=2,
     hint="for k > 1 divide the k kept probabilities by their sum (Mixtral), "
@@ -142,7 +142,7 @@ def balance_uniform_is_one(student, rng):
         f"balance_loss(zero logits, every expert chosen equally, E={n_expert})",
     )
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #a5ae4466
 @moe_exercise.check(
     points=2,
     hint="f_i = (number of assignments to expert i) / (n_tokens * k), counted "
@@ -181,7 +181,7 @@ def capacity_top1(student, rng):
         atol=0,
     )
 
-
+# %% ../../../nbs/grading/checks/ch19.ipynb #a989481c
 @moe_exercise.check(
     points=2,
     hint="serve every token's first choice before any token's second choice: "

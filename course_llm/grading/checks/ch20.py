@@ -40,7 +40,7 @@ def _advantages_oracle(rewards, group_size):
     flat = (r == r[:, :1]).all(1, keepdim=True)
     return adv.masked_fill(flat, 0.0).reshape(-1)
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #5ef28ca3
 def _rewards(rng, n_groups, group_size, offsets=False):
     """Rewards in [0, 1) (never all equal within a group), optionally shifted per group."""
     g = torch_generator(rng)
@@ -54,11 +54,11 @@ def _rewards(rng, n_groups, group_size, offsets=False):
         )
     return r.reshape(-1)
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #8aae93ff
 def _call_advantages(student, rewards, group_size):
     return student.group_advantages(rewards.clone(), group_size)
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #bac1b61d
 @advantages_exercise.check(
     points=1,
     hint="divide by the group's UNBIASED std (n - 1 in the denominator, "
@@ -73,7 +73,7 @@ def unbiased_std(student, rng):
         f"group_advantages(rewards {r.tolist()}, {G})",
     )
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #1db505b7
 @advantages_exercise.check(
     points=2,
     hint="mean and std of EACH group of group_size consecutive rewards, not "
@@ -89,7 +89,7 @@ def per_group(student, rng):
         atol=2e-5,
     )
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #734e937f
 @advantages_exercise.check(
     points=1,
     hint="a group whose rewards are all equal has std 0 and teaches nothing: "
@@ -112,7 +112,7 @@ def flat_group_zero(student, rng):
         got[k * G : (k + 1) * G], torch.zeros(G), f"{what}[group {k}]", atol=1e-3
     )
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #625350e4
 def _k3_case(rng):
     g = torch_generator(rng)
     B, T = rng.randint(2, 4), rng.randint(3, 6)
@@ -120,12 +120,12 @@ def _k3_case(rng):
     ref = logprobs + torch.randn(B, T, generator=g) * 0.7
     return logprobs, ref
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #d8e48946
 def _k3_oracle(logprobs, ref):
     d = ref.double() - logprobs.double()
     return d.exp() - d - 1
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #ce328be9
 @advantages_exercise.check(
     points=1,
     hint="return one k3 value per token, a tensor of the inputs' shape "
@@ -145,7 +145,7 @@ def k3_per_token(student, rng):
         f"expected {tuple(logprobs.shape)}",
     )
 
-
+# %% ../../../nbs/grading/checks/ch20.ipynb #194d956b
 @advantages_exercise.check(
     points=2,
     hint="d = ref_logprobs - logprobs (reference minus policy), and "

@@ -37,7 +37,7 @@ def _logprob_oracle(logits, ids, n_prompt):
     logp = logits.double().log_softmax(-1)
     return sum(logp[t - 1, ids[t]].item() for t in range(n_prompt, len(ids)))
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #2c69eb45
 def _logprob_case(rng, n_prompt=None, same_rows=False):
     g = torch_generator(rng)
     T, V = rng.randint(5, 9), rng.randint(6, 12)
@@ -48,7 +48,7 @@ def _logprob_case(rng, n_prompt=None, same_rows=False):
     ids = torch.randint(V, (T,), generator=g)
     return logits, ids, n_prompt or rng.randint(2, T - 2)
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #0b41ade3
 def _check_logprob(student, logits, ids, n_prompt):
     got = student.continuation_logprob(logits.clone(), ids.clone(), n_prompt)
     expect_close(
@@ -60,7 +60,7 @@ def _check_logprob(student, logits, ids, n_prompt):
         abs_=1e-4,
     )
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #fecf9f7a
 @choice_exercise.check(
     points=1,
     hint="logits are not log-probabilities: take log_softmax over the "
@@ -72,7 +72,7 @@ def log_probabilities(student, rng):
     )  # every row equal: only normalisation matters
     _check_logprob(student, logits, ids, 1)
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #def47534
 @choice_exercise.check(
     points=2,
     hint="row t of the logits predicts the NEXT token: read the score of "
@@ -82,7 +82,7 @@ def shifted_by_one(student, rng):
     logits, ids, _ = _logprob_case(rng)
     _check_logprob(student, logits, ids, 1)
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #9986e4b7
 @choice_exercise.check(
     points=2,
     hint="sum only the continuation's tokens ids[n_prompt:], not the "
@@ -92,7 +92,7 @@ def prompt_excluded(student, rng):
     logits, ids, n_prompt = _logprob_case(rng)
     _check_logprob(student, logits, ids, n_prompt)
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #c821826e
 def _choice_case(rng):
     """Scores (negative, as log-probabilities are) where sum and per-length rules
     disagree."""
@@ -106,7 +106,7 @@ def _choice_case(rng):
         if len({raw, norm, low}) == 3:
             return scores, lengths, raw, norm
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #a969b06e
 def _check_pick(student, rng, normalize):
     scores, lengths, raw, norm = _choice_case(rng)
     got = student.pick_choice(list(scores), list(lengths), normalize)
@@ -117,7 +117,7 @@ def _check_pick(student, rng, normalize):
         f"expected {want}",
     )
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #0cc5674a
 @choice_exercise.check(
     points=1,
     hint="scores are log-probabilities (higher is better): take the "
@@ -126,7 +126,7 @@ def _check_pick(student, rng, normalize):
 def summed_choice(student, rng):
     _check_pick(student, rng, False)
 
-
+# %% ../../../nbs/grading/checks/ch21.ipynb #b65782ef
 @choice_exercise.check(
     points=1,
     hint="with normalize=True compare score / length of each choice "

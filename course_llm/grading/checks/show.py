@@ -28,7 +28,7 @@ def num(x: Any) -> str:
         return str(x)
     return f"{float(x):.4g}"
 
-
+# %% ../../../nbs/grading/checks/show.ipynb #12ab3386
 def few(values: Any, limit: int = 6, start: int = 0) -> str:
     """At most `limit` values of a 1-D sequence from index `start`, each at 4 significant digits.
 
@@ -64,7 +64,7 @@ def first_mismatch(
         return None
     return tuple(int(i) for i in bad.nonzero()[0])
 
-
+# %% ../../../nbs/grading/checks/show.ipynb #a5f9b7c0
 def which_mistake(
     got: Any, mistakes: dict | None, atol: float = 1e-5, rtol: float = 1e-4
 ) -> str:
@@ -86,7 +86,7 @@ def which_mistake(
     ]
     return min(matches, key=lambda m: float(m[0]))[1] if matches else ""
 
-
+# %% ../../../nbs/grading/checks/show.ipynb #15fbbb54
 def expect_values(
     got: Any,
     want: torch.Tensor,
