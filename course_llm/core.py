@@ -146,13 +146,17 @@ _DTYPE_KINDS = {
 }
 
 
-def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Tensor:
+def check_tensor(
+    name: str, x, *, ndim=None, shape=None, dtype=None, finite=False
+) -> torch.Tensor:
     """Check that argument `name` is a tensor of the given rank, shape and dtype, and return it.
 
     Args:
         ndim: an int, or a tuple of allowed ranks.
         shape: a tuple of sizes; ``None`` matches any size.
         dtype: ``"float"``, ``"int"``, ``"bool"`` or a ``torch.dtype``.
+        finite: if true, reject NaN and inf entries (a loss or a similarity computed from
+            them would be NaN without saying why).
 
     Example:
         >>> check_tensor("x", torch.zeros(2, 3), ndim=2, dtype="float").shape
@@ -161,6 +165,10 @@ def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Te
         Traceback (most recent call last):
         ...
         ValueError: `x` must have shape (*, 4), got (2, 3)
+        >>> check_tensor("x", torch.tensor([1.0, float("nan")]), finite=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: `x` holds NaN or inf values: check what computed it
     """
     if not torch.is_tensor(x):
         raise TypeError(f"`{name}` must be a torch.Tensor, got {_kind(x)}")
@@ -181,6 +189,8 @@ def check_tensor(name: str, x, *, ndim=None, shape=None, dtype=None) -> torch.Te
         ok = _DTYPE_KINDS[dtype](x) if isinstance(dtype, str) else x.dtype == dtype
         if not ok:
             raise TypeError(f"`{name}` must have a {dtype} dtype, got {x.dtype}")
+    if finite and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
     return x
 
 # %% ../nbs/90_core.ipynb #33045c62
