@@ -286,3 +286,9 @@ def test_fine_tune_rejects_bad_arguments(kwargs, error, match):
 def test_fine_tune_needs_a_loss():
     with pytest.raises(TypeError, match="loss_fn"):
         fine_tune(nn.Linear(2, 1), [{"x": torch.ones(2, 2)}], steps=1, lr=1e-3)
+
+
+def test_pooler_still_importable_from_finetune():
+    """Pooler moved to course_llm.bert (BERT's pooler); finetune re-exports it."""
+    from course_llm import bert, finetune
+    assert finetune.Pooler is bert.Pooler
