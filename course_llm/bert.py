@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['BERTConfig', 'BERTLayer', 'BERT', 'hf_parameter_names', 'config_from_hf', 'minilm_path', 'load_minilm', 'mean_pool',
-           'sentence_embeddings']
+           'sentence_embeddings', 'Pooler']
 
 # %% ../nbs/09_bert.ipynb #d8e6fd88
 import json
@@ -14,7 +14,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .attention import padding_mask
-from .core import check_float, check_positive_int, locate_package_file
+from course_llm.core import (
+    check_float,
+    check_positive_int,
+    check_tensor,
+    locate_package_file,
+)
 from course_llm.layers import (
     ConfigAlias,
     TransformerBlock,
@@ -354,3 +359,22 @@ def sentence_embeddings(model, input_ids, attention_mask):
         mean_pool(model(input_ids, attention_mask=attention_mask), attention_mask),
         dim=-1,
     )
+
+# %% ../nbs/09_bert.ipynb #baa46ae7
+class Pooler(nn.Module):
+    """BERT's pooler: tanh(W_p h_[CLS] + b_p), the first token's last hidden state through a dense layer.
+
+    Example:
+        >>> Pooler(4)(torch.zeros(2, 3, 4)).shape
+        torch.Size([2, 4])
+    """
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.dense = nn.Linear(check_positive_int("d_model", d_model), d_model)
+
+    def forward(self, hidden):
+        "(B, d_model) from hidden states (B, T, d_model): reads position 0, [CLS]."
+        d = self.dense.in_features
+        check_tensor("hidden", hidden, shape=(None, None, d), dtype="float")
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, d)

@@ -9,12 +9,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .bert import BERT, load_minilm, mean_pool, minilm_path
-from .core import check_float, check_positive_int
+from .bert import BERT, Pooler, load_minilm, mean_pool, minilm_path
+from .core import check_choice, check_float, check_int, check_positive_int
 from .optim import fit
 
 # %% auto #0
-__all__ = ['Pooler', 'SequenceClassifier', 'TokenTagger', 'SpanQA', 'best_span', 'collate', 'freeze_below', 'fine_tune']
+__all__ = ['SequenceClassifier', 'TokenTagger', 'SpanQA', 'best_span', 'collate', 'freeze_below', 'fine_tune']
 
 # %% ../nbs/09d_finetuning.ipynb #7f8226bf
 _INPUTS = ("input_ids", "token_type_ids", "attention_mask")
@@ -37,11 +37,6 @@ def _check_bert(bert):
         )
     return bert.config.d_model
 
-# %% ../nbs/09d_finetuning.ipynb #12975ea5
-def _check_count(name, n):
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"`{name}` must be a positive int, got {n!r}")
-
 # %% ../nbs/09d_finetuning.ipynb #6c060ee0
 def _new_head(d_in, d_out):
     "A linear head initialised like BERT's: weights N(0, 0.02), bias 0."
@@ -51,22 +46,6 @@ def _new_head(d_in, d_out):
     return head
 
 # %% ../nbs/09d_finetuning.ipynb #f8c00293
-class Pooler(nn.Module):
-    """BERT's pooler: tanh(W h_[CLS] + b), the last hidden state of the first token through a dense layer.
-
-    Example:
-        >>> Pooler(4)(torch.zeros(2, 3, 4)).shape
-        torch.Size([2, 4])
-    """
-
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.dense = nn.Linear(d_model, d_model)
-
-    def forward(self, hidden):
-        return torch.tanh(self.dense(hidden[:, 0]))
-
-# %% ../nbs/09d_finetuning.ipynb #db7c71be
 class SequenceClassifier(nn.Module):
     """BERT + pooler + dropout + linear head on [CLS]: logits (B, n_classes) for a sentence or a pair.
 
@@ -85,20 +64,11 @@ class SequenceClassifier(nn.Module):
     ):
         super().__init__()
         d = _check_bert(bert)
-        _check_count("n_classes", n_classes)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"`dropout` must lie in [0, 1), got {dropout}")
-        if pool not in ("cls", "mean"):
-            raise ValueError(
-                "`pool` must be 'cls' (BERT's pooler on [CLS]) or 'mean' "
-                f"(mean_pool), got {pool!r}"
-            )
-        self.bert, self.pooler, self.dropout, self.pool = (
-            bert,
-            Pooler(d),
-            nn.Dropout(dropout),
-            pool,
-        )
+        check_positive_int("n_classes", n_classes)
+        check_float("dropout", dropout, min=0, max=1, max_open=True)
+        check_choice("pool", pool, ("cls", "mean"))  # BERT's pooler, or mean_pool
+        self.bert, self.pool = bert, pool
+        self.pooler, self.dropout = Pooler(d), nn.Dropout(dropout)
         self.head = _new_head(d, n_classes)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
@@ -106,14 +76,12 @@ class SequenceClassifier(nn.Module):
             input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
         )
         if self.pool == "cls":
-            pooled = self.pooler(h)
+            pooled = self.pooler(h)  # (B, d)
         else:
-            pooled = mean_pool(
-                h,
-                torch.ones_like(input_ids)
-                if attention_mask is None
-                else attention_mask,
+            mask = (
+                torch.ones_like(input_ids) if attention_mask is None else attention_mask
             )
+            pooled = mean_pool(h, mask)  # (B, d)
         return self.head(self.dropout(pooled))
 
     def loss(self, batch: dict):
@@ -150,7 +118,7 @@ class SequenceClassifier(nn.Module):
         )
         return m
 
-# %% ../nbs/09d_finetuning.ipynb #ed62e8e5
+# %% ../nbs/09d_finetuning.ipynb #db7c71be
 class TokenTagger(nn.Module):
     """BERT + dropout + a linear head on every token: logits (B, T, n_tags).
 
@@ -167,12 +135,10 @@ class TokenTagger(nn.Module):
     def __init__(self, bert: BERT, n_tags: int, dropout: float = 0.1):
         super().__init__()
         d = _check_bert(bert)
-        _check_count("n_tags", n_tags)
-        self.bert, self.dropout, self.head = (
-            bert,
-            nn.Dropout(dropout),
-            _new_head(d, n_tags),
-        )
+        check_positive_int("n_tags", n_tags)
+        check_float("dropout", dropout, min=0, max=1, max_open=True)
+        self.bert, self.dropout = bert, nn.Dropout(dropout)
+        self.head = _new_head(d, n_tags)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
         h = self.bert(
@@ -261,11 +227,7 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
             f"`start_logits` and `end_logits` must have the same shape (T,) or (B, T), "
             f"got {tuple(s.shape)} and {tuple(e.shape)}"
         )
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-        raise ValueError(
-            "`max_len` (longest span, in tokens) must be a positive int, got "
-            f"{max_len!r}"
-        )
+    check_positive_int("max_len", max_len)  # the longest span, in tokens
     single, shape = s.dim() == 1, s.shape
     if single:
         s, e = s[None], e[None]
@@ -358,10 +320,7 @@ def freeze_below(model: nn.Module, n_layers: int) -> int:
         raise TypeError(
             "`model` must hold its encoder as `model.bert` (a course_llm BERT)"
         )
-    if not isinstance(n_layers, int) or not 0 <= n_layers <= bert.config.n_layer:
-        raise ValueError(
-            f"`n_layers` must be an int in [0, {bert.config.n_layer}], got {n_layers!r}"
-        )
+    check_int("n_layers", n_layers, min=0, max=bert.config.n_layer)
     for p in model.parameters():
         p.requires_grad_(True)
     for mod in [

@@ -20,6 +20,7 @@ CORE, DATA, TOKENIZERS, LAYER, MODELS, TRAIN, POST, GRADING = range(len(LAYERS))
 RANK = {
     "course_llm": CORE, "core": CORE,
     "data": DATA, "optim": DATA,                 # optim: the small shared loop (A.2), used by models
+    "sentence_pairs": DATA,                      # BERT's NSP pairs (9.6): only core
     "bpe": TOKENIZERS, "pretokenizer": TOKENIZERS, "bpe_ranks": TOKENIZERS, "bpe_files": TOKENIZERS, "fast_bpe": TOKENIZERS,
     "tokenizers": TOKENIZERS, "wordpiece": TOKENIZERS, "wordpiece_train": TOKENIZERS,
     "attention": LAYER, "masks": LAYER, "kv_cache": LAYER, "layers": LAYER, "moe": LAYER, "flash": LAYER,

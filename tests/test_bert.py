@@ -151,3 +151,30 @@ def test_config_names_and_old_aliases():
     layer = BERTLayer(c)
     assert isinstance(layer, TransformerBlock) and not layer.config.pre_norm
     assert isinstance(BERT(c).layers[0], TransformerBlock)
+
+
+def test_pooler_matches_hf_bert_pooler():
+    """Oracle: transformers' BertPooler (dense + tanh on the first token) with the same weights."""
+    from transformers.models.bert.modeling_bert import BertPooler
+
+    from course_llm.bert import Pooler
+    torch.manual_seed(0)
+    ref = BertPooler(transformers.BertConfig(hidden_size=12)).eval()
+    ours = Pooler(12)
+    ours.dense.load_state_dict(ref.dense.state_dict())
+    h = torch.randn(3, 5, 12)
+    with torch.no_grad():
+        assert (ours(h) - ref(h)).abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("make, err, match", [
+    (lambda P: P(0), ValueError, "d_model"),
+    (lambda P: P(True), TypeError, "d_model"),
+    (lambda P: P(4)(torch.zeros(2, 4)), ValueError, "hidden"),
+    (lambda P: P(4)(torch.zeros(2, 3, 5)), ValueError, "hidden"),
+    (lambda P: P(4)(torch.zeros(2, 3, 4, dtype=torch.long)), TypeError, "hidden"),
+])
+def test_pooler_rejects_bad_inputs(make, err, match):
+    from course_llm.bert import Pooler
+    with pytest.raises(err, match=match):
+        make(Pooler)

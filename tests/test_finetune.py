@@ -220,6 +220,14 @@ def test_inputs_are_validated():
         SequenceClassifier(bert, 2, pool="max")
     with pytest.raises(ValueError, match="n_tags"):
         TokenTagger(bert, 0)
+    with pytest.raises(ValueError, match="dropout"):
+        SequenceClassifier(bert, 2, dropout=1.0)
+    with pytest.raises(ValueError, match="dropout"):
+        TokenTagger(bert, 2, dropout=float("nan"))
+    with pytest.raises(TypeError, match="max_len"):
+        best_span(torch.zeros(4), torch.zeros(4), 2.0)
+    with pytest.raises(TypeError, match="n_layers"):
+        freeze_below(SequenceClassifier(bert, 2), 0.5)
     with pytest.raises(ValueError, match="steps"):
         fine_tune(SpanQA(bert), [{"input_ids": torch.ones(1, 2, dtype=torch.long)}], steps=0, lr=1e-3)
 
@@ -278,3 +286,9 @@ def test_fine_tune_rejects_bad_arguments(kwargs, error, match):
 def test_fine_tune_needs_a_loss():
     with pytest.raises(TypeError, match="loss_fn"):
         fine_tune(nn.Linear(2, 1), [{"x": torch.ones(2, 2)}], steps=1, lr=1e-3)
+
+
+def test_pooler_still_importable_from_finetune():
+    """Pooler moved to course_llm.bert (BERT's pooler); finetune re-exports it."""
+    from course_llm import bert, finetune
+    assert finetune.Pooler is bert.Pooler

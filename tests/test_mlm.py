@@ -9,8 +9,8 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
 from course_llm.bert import BERTConfig  # noqa: E402
-from course_llm.mlm import (BERTForPreTraining, mask_tokens, nsp_pairs, pack_pair, pack_pairs,  # noqa: E402
-                            pretraining_loss)
+from course_llm.mlm import BERTForPreTraining, mask_tokens, pretraining_loss  # noqa: E402
+from course_llm.sentence_pairs import nsp_pairs, pack_pairs  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 V, PAD, UNK, CLS, SEP, MASK = 100, 0, 1, 2, 3, 4
@@ -113,61 +113,6 @@ def test_mask_tokens_validation():
         mask_tokens(ids, 0, MASK)
 
 
-def test_nsp_pairs():
-    sents = [[i] for i in range(30)] + [[0]]                        # the last sentence repeats the first
-    pairs = nsp_pairs(sents, 4000, torch.Generator().manual_seed(0))
-    assert len(pairs) == 4000
-    share = sum(nxt for *_, nxt in pairs) / 4000
-    assert abs(share - 0.5) < 5 * math.sqrt(0.25 / 4000)
-    for a, b, nxt in pairs:
-        i = sents.index(a) if a != [0] else 0
-        if nxt:
-            assert b == sents[sents.index(a) + 1] or a == [0]
-        else:
-            nexts = [sents[j + 1] for j in range(len(sents) - 1) if sents[j] == a]
-            assert b not in nexts or len(nexts) > 1, (a, b)
-    # the random B is spread over the corpus, not stuck near A
-    rnd = [sents.index(b) for a, b, nxt in pairs if not nxt]
-    assert len(set(rnd)) >= 25
-    with pytest.raises(ValueError, match="sentences"):
-        nsp_pairs([[1], [2]], 3)
-
-
-def test_pack_pair_truncates_longest_first():
-    for la in range(1, 12):
-        for lb in range(1, 12):
-            a, b = list(range(100, 100 + la)), list(range(200, 200 + lb))
-            ids, tt = pack_pair(a, b, 12, CLS, SEP)
-            # brute force: keep removing from the end of the longer list (a on ties)
-            ea, eb = list(a), list(b)
-            while len(ea) + len(eb) + 3 > 12:
-                (ea if len(ea) >= len(eb) else eb).pop()
-            assert ids == [CLS] + ea + [SEP] + eb + [SEP] and len(ids) <= 12
-            assert tt == [0] * (len(ea) + 2) + [1] * (len(eb) + 1)
-            assert ea and eb
-
-
-def test_pack_pair_matches_hf_tokenizer_pairs(collator):
-    tok = collator.tokenizer
-    a, b = " ".join(f"w{i}" for i in range(9)), " ".join(f"w{i}" for i in range(20, 24))
-    ref = tok(a, b, truncation="longest_first", max_length=11)
-    ids, tt = pack_pair(tok.encode(a, add_special_tokens=False), tok.encode(b, add_special_tokens=False),
-                        11, tok.cls_token_id, tok.sep_token_id)
-    assert ids == ref["input_ids"] and tt == ref["token_type_ids"]
-
-
-def test_pack_pair_errors_and_pack_pairs():
-    with pytest.raises(ValueError, match="max_len"):
-        pack_pair([1, 2], [3], 4, CLS, SEP)
-    with pytest.raises(ValueError, match="segments"):
-        pack_pair([], [3], 8, CLS, SEP)
-    b = pack_pairs([([10, 11, 12], [13], True), ([14], [15], False)], 8, CLS, SEP, PAD)
-    assert b["input_ids"].tolist() == [[CLS, 10, 11, 12, SEP, 13, SEP], [CLS, 14, SEP, 15, SEP, PAD, PAD]]
-    assert b["attention_mask"].tolist() == [[1] * 7, [1] * 5 + [0] * 2]
-    assert b["token_type_ids"].tolist() == [[0] * 5 + [1] * 2, [0, 0, 0, 1, 1, 0, 0]]
-    assert b["next_sentence_label"].tolist() == [0, 1]
-
-
 @pytest.mark.parametrize("cfg", [dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
                                  dict(hidden_size=24, num_hidden_layers=1, num_attention_heads=3, intermediate_size=40,
                                       type_vocab_size=3)])
@@ -236,11 +181,6 @@ def test_init_matches_hf_statistics():
             assert (p == 0).all(), n                               # biases start at zero
 
 
-def test_nsp_pairs_rejects_repetitive_corpus():
-    with pytest.raises(ValueError, match="sentences"):
-        nsp_pairs([[1]] * 10, 50, torch.Generator().manual_seed(0))
-
-
 @pytest.mark.parametrize("call, err, match", [
     (lambda: mask_tokens(torch.tensor([[1, -2]]), 20, 3), ValueError, "input_ids"),
     (lambda: mask_tokens(torch.tensor([[1, 25]]), 20, 3), ValueError, "input_ids"),
@@ -249,10 +189,6 @@ def test_nsp_pairs_rejects_repetitive_corpus():
     (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, 3, mlm_probability=float("nan")), ValueError,
      "mlm_probability"),
     (lambda: mask_tokens(torch.tensor([[1, 2]]), 20, 3, special_ids=(0, -1)), ValueError, "special_ids"),
-    (lambda: pack_pair("abc", [7], 8, 1, 2), TypeError, "`a`"),
-    (lambda: pack_pair([5], [7], 8, -1, 2), ValueError, "cls_id"),
-    (lambda: pack_pair([5], [7], 8, 1, 2.5), TypeError, "sep_id"),
-    (lambda: pack_pair([5], [7], 8.0, 1, 2), TypeError, "max_len"),
     (lambda: pretraining_loss([[0.0]], torch.zeros(1, 2), torch.tensor([0]), torch.tensor([0])), TypeError,
      "mlm_logits"),
     (lambda: pretraining_loss(torch.zeros(1, 3, 4), torch.zeros(1, 2), torch.tensor([[-100, 9, -100]]),
@@ -270,3 +206,10 @@ def test_nsp_pairs_rejects_repetitive_corpus():
 def test_bad_inputs_name_the_argument(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_sentence_pair_names_still_importable_from_mlm():
+    """nsp_pairs, pack_pair and pack_pairs moved to course_llm.sentence_pairs; mlm re-exports them."""
+    from course_llm import mlm, sentence_pairs
+    for name in ("nsp_pairs", "pack_pair", "pack_pairs"):
+        assert getattr(mlm, name) is getattr(sentence_pairs, name)
