@@ -37,6 +37,9 @@ nanoGPT-style 2343, loop over heads 1836 (fused/nanoGPT 0.979x, paired median 0.
 thread CPU time split into forward + backward + AdamW step (medians): fused 145.6 + 267.8 + 15.4 =
 428.8 ms, nanoGPT-style 145.7 + 272.7 + 14.8 = 433.2 ms (fused/nanoGPT 1.010x, paired median
 1.004 in [0.83, 1.17]), unfused 434.4 ms (0.997x); a 30-step run before it gave 0.994x and 0.981x.
+At load 13 -> 10, `--repeats 15 --steps 1`: CPU tokens/s fused 2209, unfused 2191, nanoGPT-style
+2207, loop 1893 (fused/nanoGPT 1.001x, paired median 0.987 in [0.856, 1.205]; fused/loop 1.17x);
+wall 499, 499, 516, 432 tok/s (0.97x).
 The kernels are the same (one (3d x d) product, the fused causal SDPA kernel, tanh-GELU,
 LayerNorm, tied head). What ours adds is fixed cost, measured at 1 x 8 tokens where the kernels
 cost little: +1.5 ms forward (input checks, module nesting, the torch.cat of the q/k/v weights
