@@ -7,7 +7,7 @@ __all__ = ['BPETokenizer', 'bpe_merge', 'recover_merges', 'tiktoken_encoding']
 import copy
 import gc
 from collections import Counter
-from functools import lru_cache
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -20,7 +20,6 @@ from course_llm.bpe import (
     check_special_tokens,
     chunk_counts,
     fix_surrogates,
-    is_safe_cut,
     train_merges,
 )
 from course_llm.bpe_files import (
@@ -36,21 +35,17 @@ from course_llm.bpe_ranks import (
     bpe_merge,
     recover_merges,
 )
+from course_llm.bpe_special import (
+    allowed_specials,
+    safe_segments,
+    special_token_bytes,
+    split_special,
+    stream_cut,
+)
 from .core import check_int
 
-# sections 2.2 and 2.4 build these; re-exported so `from course_llm.fast_bpe import
-# ...` still works
+# built in sections 2.2 and 2.4, re-exported: `from course_llm.fast_bpe import ...`
 _all_ = ["bpe_merge", "recover_merges", "tiktoken_encoding"]
-
-# %% ../nbs/02c_fast_bpe.ipynb #2fcc83ee
-@lru_cache(maxsize=64)
-def _special_regex(names: frozenset):
-    # longest first, so that a special token that contains another one wins
-    return regex.compile(
-        "("
-        + "|".join(regex.escape(s) for s in sorted(names, key=lambda s: (-len(s), s)))
-        + ")"
-    )
 
 # %% ../nbs/02c_fast_bpe.ipynb #91d15580
 class BPETokenizer:
@@ -90,21 +85,10 @@ class BPETokenizer:
                 f"`ranks` must be a dict {{token_bytes: id}}, got "
                 f"{type(ranks).__name__}"
             )
-        special_tokens = {} if special_tokens is None else special_tokens
-        if not isinstance(special_tokens, dict):
-            raise TypeError(
-                "`special_tokens` must be a dict {name: id}, got "
-                f"{type(special_tokens).__name__}"
-            )
         decoder = {}
         for token, i in ranks.items():
-            if (
-                not isinstance(token, bytes)
-                or not token
-                or not isinstance(i, int)
-                or i < 0
-                or i >= NO_RANK
-            ):
+            ok = isinstance(token, bytes) and token and isinstance(i, int)
+            if not ok or not 0 <= i < NO_RANK:
                 raise ValueError(
                     f"ranks must map non-empty bytes to ids in [0, 2**62), found "
                     f"{token!r}: {i!r}"
@@ -130,26 +114,14 @@ class BPETokenizer:
         self._vocab_size = max(decoder) + 1
         self._cache = ChunkCache(self._ranks)
         self.cache_size = 1 << 18  # max cached chunks before the cache is reset
-        self._register(special_tokens)
+        self._register({} if special_tokens is None else special_tokens)
 
     def _register(self, special_tokens: dict) -> None:
-        for name, i in special_tokens.items():
-            if not isinstance(name, str) or not name or not isinstance(i, int) or i < 0:
-                raise ValueError(
-                    f"special_tokens must map non-empty str to ids >= 0, found "
-                    f"{name!r}: {i!r}"
-                )
-            if i in self._decoder:
-                raise ValueError(
-                    f"special token {name!r} has id {i}, which collides with the "
-                    f"token {self._decoder[i]!r}; choose an unused id"
-                )
-            self._decoder[i] = name.encode("utf-8")
-            self.special_tokens[name] = i
+        self._decoder.update(special_token_bytes(special_tokens, self._decoder))
+        self.special_tokens.update(special_tokens)
         self._vocab_size = max(self._decoder) + 1
 
     # ----- construction
-    # -------------------------------------------------------------------
     @classmethod
     def train(
         cls,
@@ -171,21 +143,17 @@ class BPETokenizer:
             raise TypeError(f"`text` must be a str, got {type(text).__name__}")
         check_int("vocab_size", vocab_size, min=256 + len(special_tokens))
         text = fix_surrogates(text)
-        if special_tokens:
-            split = regex.compile("|".join(regex.escape(s) for s in special_tokens))
-            counts = Counter()
-            for part in split.split(text):
-                counts.update(chunk_counts(part, pattern))
-        else:
-            counts = chunk_counts(text, pattern)
+        counts = Counter()
+        parts = split_special(text, special_tokens, set(special_tokens))
+        for part in parts[::2]:  # the text between the special tokens
+            counts.update(chunk_counts(part, pattern))
         pairs = train_merges(dict(counts), vocab_size - 256 - len(special_tokens))
         vocab = [bytes([b]) for b in range(256)]
         ranks = {b: i for i, b in enumerate(vocab)}
         for a, b in pairs:
             vocab.append(vocab[a] + vocab[b])
-            ranks.setdefault(
-                vocab[-1], len(vocab) - 1
-            )  # same bytes twice: the first id wins
+            # the same bytes twice: the first id wins
+            ranks.setdefault(vocab[-1], len(vocab) - 1)
         return cls(
             ranks,
             pattern,
@@ -229,10 +197,8 @@ class BPETokenizer:
             ({'<|im_start|>': 256}, {})
         """
         new = copy.copy(self)
-        new.special_tokens, new._decoder = (
-            dict(self.special_tokens),
-            dict(self._decoder),
-        )
+        new.special_tokens = dict(self.special_tokens)
+        new._decoder = dict(self._decoder)
         new._cache = ChunkCache(self._ranks)
         new.add_special_tokens(names)
         return new
@@ -253,7 +219,6 @@ class BPETokenizer:
         return [self.special_tokens[s] for s in names]
 
     # ----- vocabulary
-    # ---------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
         """One more than the largest id (tiktoken's ``n_vocab``)."""
@@ -262,11 +227,8 @@ class BPETokenizer:
     @property
     def vocab(self) -> dict:
         """``{id: token_bytes}`` for the learned tokens (special tokens excluded)."""
-        return {
-            i: b
-            for i, b in self._decoder.items()
-            if i not in self.special_tokens.values()
-        }
+        special_ids = set(self.special_tokens.values())
+        return {i: b for i, b in self._decoder.items() if i not in special_ids}
 
     @property
     def ranks(self) -> dict:
@@ -289,7 +251,6 @@ class BPETokenizer:
             raise ValueError(f"id {i} is not a token of this tokenizer") from None
 
     # ----- encoding
-    # -----------------------------------------------------------------------
     def encode_ordinary(self, text: str) -> list:
         """Encode `text`, treating special-token strings as ordinary text.
 
@@ -332,50 +293,18 @@ class BPETokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a str, got {type(text).__name__}")
-        return self._encode(text, self._allowed(allowed_special))
+        return self._encode(
+            text, allowed_specials(allowed_special, self.special_tokens)
+        )
 
     def _encode(self, text: str, allowed: set) -> list:
-        disallowed = set(self.special_tokens) - allowed
-        if disallowed:
-            found = _special_regex(frozenset(disallowed)).search(text)
-            if found:
-                raise ValueError(
-                    f"text contains the special token {found.group()!r}, which is not "
-                    f"allowed: pass allowed_special={{{found.group()!r}}} (or 'all') "
-                    "to encode it as a special token, or use encode_ordinary to "
-                    "encode it as text"
-                )
-        if not allowed:
-            return self.encode_ordinary(text)
         ids = []
-        parts = _special_regex(frozenset(allowed)).split(
-            text
-        )  # text, special, text, ...
-        for k, part in enumerate(parts):
-            if k % 2:
+        for k, part in enumerate(split_special(text, self.special_tokens, allowed)):
+            if k % 2:  # text, special, text, ...
                 ids.append(self.special_tokens[part])
             elif part:
                 ids.extend(self.encode_ordinary(part))
         return ids
-
-    def _allowed(self, allowed_special) -> set:
-        if allowed_special == "all":
-            return set(self.special_tokens)
-        if allowed_special == "none" or allowed_special is None:
-            return set()
-        if isinstance(allowed_special, str) or not hasattr(allowed_special, "__iter__"):
-            raise ValueError(
-                f"allowed_special must be 'all', 'none' or a set of special-token "
-                f"names, got {allowed_special!r}"
-            )
-        allowed = set(allowed_special)
-        unknown = allowed - set(self.special_tokens)
-        if unknown:
-            raise ValueError(
-                f"allowed_special contains {sorted(unknown)}, which are not special "
-                f"tokens of this tokenizer: {sorted(self.special_tokens)}"
-            )
-        return allowed
 
     def encode_iterable(
         self, iterable, allowed_special="none", buffer_chars: int = 1 << 16
@@ -384,10 +313,8 @@ class BPETokenizer:
 
         The result equals ``encode("".join(iterable))``, also when a pre-split chunk or a special
         token spans two pieces of the iterable. Text is buffered until it holds `buffer_chars`
-        characters, then encoded up to the last cut that cannot change the ids (see
-        :meth:`stream_cut`), so memory stays bounded however long the input. A stretch of text
-        with no such cut (no space between two non-spaces) is kept whole, and so is everything
-        for a pattern other than GPT-2's and GPT-4's.
+        characters, then encoded up to the last cut that cannot change the ids
+        (:meth:`stream_cut`, section 2.6), so memory stays bounded however long the input.
 
         Example:
             >>> tok = BPETokenizer.from_tiktoken("cl100k_base")
@@ -399,66 +326,25 @@ class BPETokenizer:
                 f"`iterable` must be an iterable of str (e.g. an open text file), got "
                 f"{type(iterable).__name__}; for one str use encode"
             )
-        check_int("buffer_chars", buffer_chars, min=1)
-        return self._stream(
-            iter(iterable), self._allowed(allowed_special), buffer_chars
+        check_int("buffer_chars", buffer_chars, min=1)  # now, not at the first id
+        allowed = allowed_specials(allowed_special, self.special_tokens)
+        segments = safe_segments(iter(iterable), self.stream_cut, buffer_chars)
+        return chain.from_iterable(
+            map(partial(self._encode, allowed=allowed), segments)
         )
-
-    def _stream(self, pieces, allowed: set, buffer_chars: int):
-        pending, size, check_at = [], 0, buffer_chars
-        for piece in pieces:
-            if not isinstance(piece, str):
-                raise TypeError(
-                    f"`iterable` must yield str, got {type(piece).__name__}"
-                )
-            pending.append(piece)
-            size += len(piece)
-            if size >= check_at:
-                text = "".join(pending)
-                cut = self.stream_cut(text)
-                if cut:
-                    yield from self._encode(text[:cut], allowed)
-                    text = text[cut:]
-                pending, size = [text], len(text)
-                check_at = (
-                    size + buffer_chars
-                )  # no cut found: read more before looking again
-        yield from self._encode("".join(pending), allowed)
 
     def stream_cut(self, text: str) -> int:
         """The last position `p` such that ``encode(text[:p]) + encode(text[p:])`` equals
-        ``encode(text)`` for every text that starts with `text`; 0 if there is none.
-
-        It is a safe space (:func:`course_llm.bpe.is_safe_cut`) that no special token's string
-        spans, with room after it for the longest special token (text still to come could
-        complete one).
+        ``encode(text)`` for every text that starts with `text`; 0 if there is none
+        (:func:`course_llm.bpe_special.stream_cut`).
 
         Example:
             >>> BPETokenizer.train("to be", 256).stream_cut("to be or  not")
             5
-            >>> text = "to be or  not to be, that is the question"
-            >>> text[:BPETokenizer.from_tiktoken("gpt2").stream_cut(text)]   # 13 for <|endoftext|>
-            'to be or  not to be, that is'
         """
-        if not isinstance(text, str):
-            raise TypeError(f"`text` must be a str, got {type(text).__name__}")
-        if not self._splitter.cuts_at_spaces:
-            return 0
-        longest = max(map(len, self.special_tokens), default=1)
-        p = text.rfind(
-            " ", 0, min(len(text) - 1, len(text) - longest + 1)
-        )  # room to look right
-        while p > 0:
-            if is_safe_cut(text, p) and not any(
-                -1 < text.find(s, max(0, p - len(s) + 1), p + len(s) - 1) < p
-                for s in self.special_tokens
-            ):
-                return p
-            p = text.rfind(" ", 0, p)
-        return 0
+        return stream_cut(text, self.special_tokens, self._splitter.cuts_at_spaces)
 
     # ----- decoding
-    # -----------------------------------------------------------------------
     def decode_bytes(self, ids) -> bytes:
         """The concatenated bytes of `ids` (a list, tuple or 1-D integer tensor)."""
         if isinstance(ids, (str, bytes, dict)) or not hasattr(ids, "__iter__"):
@@ -472,9 +358,8 @@ class BPETokenizer:
                 raise TypeError("a bool is not a token id")
             return b"".join(map(self._decoder.__getitem__, ids))
         except (KeyError, TypeError):
-            ids = check_id_list(
-                "ids", ids, self.vocab_size
-            )  # a precise error for the bad id
+            # a precise error for the bad id
+            ids = check_id_list("ids", ids, self.vocab_size)
             bad = next(i for i in ids if i not in self._decoder)
             raise ValueError(f"id {bad} is not a token of this tokenizer") from None
 
@@ -490,7 +375,6 @@ class BPETokenizer:
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     # ----- files
-    # --------------------------------------------------------------------------
     def save(self, path) -> Path:
         """Write the tokenizer to `path` as JSON, atomically.
 

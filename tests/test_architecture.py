@@ -22,6 +22,7 @@ RANK = {
     "data": DATA, "optim": DATA,                 # optim: the small shared loop (A.2), used by models
     "sentence_pairs": DATA,                      # BERT's NSP pairs (9.6): only core
     "bpe": TOKENIZERS, "pretokenizer": TOKENIZERS, "bpe_ranks": TOKENIZERS, "bpe_files": TOKENIZERS, "fast_bpe": TOKENIZERS,
+    "bpe_special": TOKENIZERS, "bert_normalizer": TOKENIZERS,
     "tokenizers": TOKENIZERS, "wordpiece": TOKENIZERS, "wordpiece_train": TOKENIZERS,
     "attention": LAYER, "masks": LAYER, "kv_cache": LAYER, "layers": LAYER, "moe": LAYER, "flash": LAYER,
     "positions": LAYER, "norms": LAYER, "feedforward": LAYER,
