@@ -3,8 +3,6 @@
 # %% ../nbs/07i_train_eval.ipynb #50e6f207
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -83,7 +81,7 @@ def next_token_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out[1]
 
 # %% ../nbs/07i_train_eval.ipynb #c064edb8
-def autocast_context(device, dtype: torch.dtype | None) -> AbstractContextManager:
+def autocast_context(device, dtype: torch.dtype | None):
     """``torch.autocast`` to `dtype` on `device`'s type; a no-op context when `dtype` is None.
 
     Example:
@@ -154,10 +152,10 @@ def evaluate_loss(
 
 # %% ../nbs/07i_train_eval.ipynb #9b608077
 def plot_history(history: dict, ax=None, label: str = "", per_char: float = 1.0):
-    """Training and validation loss curves of a :meth:`Trainer.fit` history.
+    """Training and validation loss curves of a :meth:`course_llm.trainer.Trainer.fit` history.
 
     Args:
-        history: the dict returned by :meth:`Trainer.fit`.
+        history: the dict returned by :meth:`course_llm.trainer.Trainer.fit`.
         ax: matplotlib axes (a new figure if None).
         label: prefix of the legend entries.
         per_char: divide losses by this (tokens -> characters: characters per token).
