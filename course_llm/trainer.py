@@ -16,17 +16,25 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .checkpoints import read_checkpoint, write_checkpoint
-from .core import check_positive_int, check_token_ids
+from .core import check_positive_int
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
 from .optim import param_groups
 from .train_config import TrainConfig
+from course_llm.train_eval import (
+    as_token_ids,
+    autocast_context,
+    evaluate_loss,
+    model_vocab_size,
+    next_token_loss,
+    plot_history,
+)
 
-# re-exported: TrainConfig has its own section (7.7)
-_all_ = ["TrainConfig"]
+# re-exported: TrainConfig has its own section (7.7), plot_history 7.8
+_all_ = ["TrainConfig", "plot_history"]
 
 # %% auto #0
-__all__ = ['autocast_dtype', 'NonFiniteLossError', 'Trainer', 'plot_history', 'TrainConfig']
+__all__ = ['autocast_dtype', 'NonFiniteLossError', 'Trainer', 'TrainConfig', 'plot_history']
 
 # %% ../nbs/07b_training.ipynb #619538f0
 def autocast_dtype(device) -> torch.dtype | None:
@@ -55,28 +63,6 @@ def _config_dict(model) -> dict | None:
     if config is not None and is_dataclass(config):
         return json.loads(json.dumps(asdict(config), default=str))
     return None
-
-# %% ../nbs/07b_training.ipynb #ca04e83d
-def _vocab_size(model: nn.Module) -> int | None:
-    """The model's vocabulary size if it says (``model.config.vocab_size``), else None."""
-    v = getattr(getattr(model, "config", None), "vocab_size", None)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-# %% ../nbs/07b_training.ipynb #c0c82b4e
-def _token_ids(name: str, ids, vocab_size: int | None) -> torch.Tensor:
-    """`ids` as a 1-D LongTensor of token ids, checked against the vocabulary when
-    known."""
-    if not torch.is_tensor(ids):
-        try:
-            ids = torch.as_tensor(ids)
-        except (TypeError, ValueError, RuntimeError) as e:
-            raise TypeError(
-                f"`{name}` must be a 1-D tensor or list of int token ids"
-            ) from e
-    check_token_ids(
-        name, ids, vocab_size if vocab_size is not None else 2**63 - 1, ndim=1
-    )
-    return ids.long()
 
 # %% ../nbs/07b_training.ipynb #9e3813b1
 class Trainer:
@@ -133,10 +119,12 @@ class Trainer:
 
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.model = DistributedDataParallel(model, device_ids=ids)
-        self.vocab_size = _vocab_size(model)
-        self.train_ids = _token_ids("train_ids", train_ids, self.vocab_size)
+        self.vocab_size = model_vocab_size(model)
+        self.train_ids = as_token_ids("train_ids", train_ids, self.vocab_size)
         self.val_ids = (
-            None if val_ids is None else _token_ids("val_ids", val_ids, self.vocab_size)
+            None
+            if val_ids is None
+            else as_token_ids("val_ids", val_ids, self.vocab_size)
         )
         get_batch(self.train_ids, 1, config.block_size)  # enough ids for one window
         if self.val_ids is not None:
@@ -161,34 +149,7 @@ class Trainer:
 
     # ----- one step -------------------------------------------------------------------
     def _autocast(self):
-        return torch.autocast(
-            self.device.type,
-            dtype=self.amp_dtype or torch.bfloat16,
-            enabled=self.amp_dtype is not None,
-        )
-
-    def _loss(self, model, x, y) -> torch.Tensor:
-        """``model(x, y)[1]``, checked: the contract is ``forward(idx, targets) ->
-        (logits, loss)``."""
-        try:
-            out = model(x, y)
-        except IndexError as e:  # an id beyond the embedding table
-            raise ValueError(
-                f"the model failed on a batch of token ids in [{int(x.min())}, "
-                f"{int(torch.maximum(x.max(), y.max()))}] ({e}): are the ids within "
-                f"the model's vocabulary?"
-            ) from e
-        if not (
-            isinstance(out, tuple)
-            and len(out) == 2
-            and torch.is_tensor(out[1])
-            and out[1].ndim == 0
-        ):
-            raise TypeError(
-                "`model(idx, targets)` must return (logits, loss) with loss a scalar "
-                "tensor (the mean next-token cross-entropy)"
-            )
-        return out[1]
+        return autocast_context(self.device, self.amp_dtype)
 
     def _micro_batch(self):
         """This process's slice of the global micro-batch (same draw on every process)."""
@@ -219,7 +180,7 @@ class Trainer:
             )
             with sync:
                 with self._autocast():
-                    loss = self._loss(model, x, y)
+                    loss = next_token_loss(model, x, y)
                 (loss / cfg.grad_accum).backward()
             total += loss.detach().float() / cfg.grad_accum
         if self.world_size > 1:
@@ -254,45 +215,26 @@ class Trainer:
         return loss_value
 
     # ----- evaluation -----------------------------------------------------------------
-    @torch.no_grad()
     def evaluate(self, ids=None) -> float:
         """Mean next-token loss (nats per token) on consecutive windows of `ids` (default: val).
 
-        At most ``config.eval_tokens`` tokens; under DDP the windows are shared out between the
-        processes and the sums combined, so every process returns the same number.
+        At most ``config.eval_tokens`` tokens, `batch_size` windows at a time; under DDP every
+        process returns the same number (see :func:`course_llm.train_eval.evaluate_loss`).
         """
-        ids = self.val_ids if ids is None else _token_ids("ids", ids, self.vocab_size)
+        ids = self.val_ids if ids is None else as_token_ids("ids", ids, self.vocab_size)
         if ids is None:
             raise ValueError(
                 "no validation ids: pass val_ids to Trainer or ids to evaluate()"
             )
-        T = self.config.block_size
-        if self.config.eval_tokens is not None:
-            ids = ids[: max(self.config.eval_tokens, T) + 1]
-        windows = TokenDataset(ids, T)
-        model = self.raw_model
-        was_training = model.training
-        model.eval()
-        total = torch.zeros(
-            2, dtype=torch.float64, device=self.device
-        )  # (sum of losses, tokens)
-        mine = list(range(self.rank, len(windows), self.world_size))
-        for start in range(0, len(mine), self.config.batch_size):
-            chunk = [windows[i] for i in mine[start : start + self.config.batch_size]]
-            x = torch.stack([c[0] for c in chunk]).to(self.device)  # (B, T)
-            y = torch.stack([c[1] for c in chunk]).to(self.device)  # (B, T)
-            with self._autocast():
-                loss = self._loss(model, x, y)
-            total += torch.stack(
-                [
-                    loss.double() * y.numel(),
-                    torch.tensor(y.numel(), dtype=torch.float64, device=self.device),
-                ]
-            )
-        if self.world_size > 1:
-            dist.all_reduce(total)
-        model.train(was_training)
-        return (total[0] / total[1]).item()
+        cfg = self.config
+        return evaluate_loss(
+            self.raw_model,
+            ids,
+            cfg.block_size,
+            cfg.batch_size,
+            max_tokens=cfg.eval_tokens,
+            amp_dtype=self.amp_dtype,
+        )
 
     # ----- the loop -------------------------------------------------------------------
     def fit(self, steps: int | None = None) -> dict:
@@ -414,40 +356,3 @@ class Trainer:
         self.history = ckpt.info["history"]
         self.last_checkpoint = ckpt.path
         return self.step
-
-# %% ../nbs/07b_training.ipynb #f4882a58
-def plot_history(history: dict, ax=None, label: str = "", per_char: float = 1.0):
-    """Training and validation loss curves of a :meth:`Trainer.fit` history.
-
-    Args:
-        history: the dict returned by :meth:`Trainer.fit`.
-        ax: matplotlib axes (a new figure if None).
-        label: prefix of the legend entries.
-        per_char: divide losses by this (tokens -> characters: characters per token).
-
-    Returns:
-        The axes.
-    """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.5))
-    prefix = f"{label} " if label else ""
-    steps = [s + 1 for s in history["step"]]
-    ax.plot(
-        steps,
-        [v / per_char for v in history["train_loss"]],
-        alpha=0.5,
-        label=f"{prefix}train",
-    )
-    if history["val_loss"]:
-        ax.plot(
-            history["val_step"],
-            [v / per_char for v in history["val_loss"]],
-            "o-",
-            label=f"{prefix}validation",
-        )
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss (nats per " + ("character)" if per_char != 1.0 else "token)"))
-    ax.legend()
-    return ax
