@@ -8,11 +8,9 @@ from __future__ import annotations
 import copy
 import importlib
 import os
-import pkgutil
 import random
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from .sandbox import decode_result, forbid, guarded_call, short
@@ -29,6 +27,18 @@ from course_llm.grading.assertions import (
 )
 from .report import CheckResult, Report
 
+# the exercise types and the registry have their own page (12_registry); re-exported here
+from course_llm.grading.registry import (
+    VISIBILITIES,
+    Check,
+    Exercise,
+    GradingError,
+    StudentError,
+    exercises,
+    get_exercise,
+    register,
+)
+
 _all_ = [
     "CheckResult",
     "Report",
@@ -37,169 +47,20 @@ _all_ = [
     "expect_close",
     "expect_tensor_close",
     "torch_generator",
+    "VISIBILITIES",
+    "GradingError",
+    "StudentError",
+    "Check",
+    "Exercise",
+    "register",
+    "exercises",
+    "get_exercise",
 ]
 
 # %% auto #0
-__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise',
-           'Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed',
-           'expect', 'expect_close', 'expect_tensor_close', 'torch_generator']
-
-# %% ../../nbs/grading/00_core.ipynb #ad9d25a7
-class GradingError(Exception):
-    """Grading itself cannot run (missing file, invalid notebook, unknown exercise)."""
-
-# %% ../../nbs/grading/00_core.ipynb #225beb67
-class StudentError(Exception):
-    """A call into the student's code did not return a usable value; the message says
-    why."""
-
-# %% ../../nbs/grading/00_core.ipynb #e6cc8400
-@dataclass
-class Check:
-    """One graded check of an exercise.
-
-    Attributes:
-        name: short identifier shown in the table.
-        points: points earned when the check passes.
-        hint: what to look at when it fails.
-        fn: ``fn(student, rng)``; returns normally to pass, raises `CheckFailed` to fail.
-        visibility: ``"visible"``; ``"hidden"`` or ``"after_due_date"`` for a check that
-            ``course-llm grade`` runs but the student's in-notebook `check` does not (its inputs
-            and messages stay unseen until the instructor publishes them).
-    """
-
-    name: str
-    points: int
-    hint: str
-    fn: Callable
-    visibility: str = "visible"
-
-
-VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
-
-# %% ../../nbs/grading/00_core.ipynb #ddabd485
-class Exercise:
-    """A graded exercise: the functions a student writes and the checks that grade them.
-
-    Args:
-        name: the exercise's name, also the stem of its notebooks (``"01_ngram_counts"``).
-        functions: names of the functions the student must define.
-        title: one line for the table and ``course-llm list``.
-        forbidden: dotted names of package functions that are switched off while grading
-            (the oracle the student is asked to write).
-        mutates: names (or 0-based positions) of the arguments the student's functions are
-            expected to write in place, e.g. a preallocated cache. Writing into any other
-            argument still fails the call; the declared ones are copied back into the check's
-            own objects after each call, so the check can inspect them.
-
-    Example:
-        >>> ex = Exercise("00_demo", ["double"], title="Double a number")
-        >>> @ex.check(points=2, hint="multiply by two")
-        ... def doubles(student, rng):
-        ...     x = rng.randint(0, 9)
-        ...     expect(student.double(x) == 2 * x, f"double({x}) is wrong")
-        >>> ex.max_score
-        2
-    """
-
-    def __init__(
-        self,
-        name: str,
-        functions: list[str],
-        title: str = "",
-        forbidden: tuple = (),
-        mutates: tuple = (),
-    ):
-        if not isinstance(name, str) or not name:
-            raise ValueError(
-                "name must be a non-empty string such as '01_ngram_counts'"
-            )
-        if isinstance(functions, str) or not functions:
-            raise TypeError(
-                "functions must be a non-empty list of function names, e.g. "
-                "['count_ngrams']"
-            )
-        self.name, self.functions, self.title = name, list(functions), title
-        self.forbidden = tuple(forbidden)
-        if isinstance(mutates, (str, int)):
-            mutates = (mutates,)
-        if any(isinstance(m, bool) or not isinstance(m, (str, int)) for m in mutates):
-            raise TypeError(
-                f"mutates must hold argument names or positions, got {mutates!r}"
-            )
-        self.mutates = tuple(mutates)
-        self.checks: list[Check] = []
-
-    def check(
-        self, points: int = 1, hint: str = "", visibility: str = "visible"
-    ) -> Callable:
-        """Decorator adding a check; a check of the same name is replaced (re-run cells).
-
-        `visibility` is ``"visible"``, or ``"hidden"`` / ``"after_due_date"`` /
-        ``"after_published"`` for a check only ``course-llm grade`` runs (see `Check`).
-        """
-        if not isinstance(points, int) or isinstance(points, bool) or points < 1:
-            raise ValueError(f"points must be a positive integer, got {points!r}")
-        if visibility not in VISIBILITIES:
-            raise ValueError(
-                f"visibility must be one of {', '.join(VISIBILITIES)}; got "
-                f"{visibility!r}"
-            )
-
-        def add(fn: Callable) -> Callable:
-            self.checks = [c for c in self.checks if c.name != fn.__name__]
-            self.checks.append(Check(fn.__name__, points, hint, fn, visibility))
-            return fn
-
-        return add
-
-    @property
-    def max_score(self) -> int:
-        """Sum of the points of all checks."""
-        return sum(c.points for c in self.checks)
-
-    def __repr__(self) -> str:
-        return f"Exercise({self.name!r}, functions={self.functions}, checks={len(self.checks)})"
-
-# %% ../../nbs/grading/00_core.ipynb #a1d5b166
-_REGISTRY: dict[str, Exercise] = {}
-
-
-def register(exercise: Exercise) -> Exercise:
-    """Add `exercise` to the registry (replacing one of the same name) and return it."""
-    if not isinstance(exercise, Exercise):
-        raise TypeError(f"register expects an Exercise, got {type(exercise).__name__}")
-    _REGISTRY[exercise.name] = exercise
-    return exercise
-
-# %% ../../nbs/grading/00_core.ipynb #0fb83a16
-def exercises() -> dict[str, Exercise]:
-    """All known exercises by name, after importing every module of ``course_llm.grading.checks``.
-
-    Example:
-        >>> "01_ngram_counts" in exercises()
-        True
-    """
-    from course_llm.grading import checks
-
-    for module in pkgutil.iter_modules(checks.__path__):
-        importlib.import_module(f"{checks.__name__}.{module.name}")
-    return dict(sorted(_REGISTRY.items()))
-
-# %% ../../nbs/grading/00_core.ipynb #5e885e9b
-def get_exercise(name: str) -> Exercise:
-    """The exercise called `name`; `GradingError` listing the known names if there is none.
-
-    Example:
-        >>> get_exercise("01_ngram_counts").functions
-        ['count_ngrams']
-    """
-    known = exercises()
-    if name not in known:
-        raise GradingError(
-            f"unknown exercise {name!r}; known exercises: {', '.join(known) or 'none'}"
-        )
-    return known[name]
+__all__ = ['Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed', 'expect',
+           'expect_close', 'expect_tensor_close', 'torch_generator', 'VISIBILITIES', 'GradingError', 'StudentError',
+           'Check', 'Exercise', 'register', 'exercises', 'get_exercise']
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
 class Student:

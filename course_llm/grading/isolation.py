@@ -10,11 +10,9 @@ from __future__ import annotations
 import ast
 import atexit
 import compileall
-import ctypes
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,14 +24,31 @@ from pathlib import Path
 # at start:
 # the functions below import it only when they run, in the grader.
 
+# the worker's process cleanup (subreaper, pids cgroup) has its own page (14_processes);
+# re-exported here
+from course_llm.grading.processes import (
+    MARKER,
+    NOBODY,
+    PR_SET_CHILD_SUBREAPER,
+    PidsCgroup,
+    become_subreaper,
+    reap_orphans,
+)
+
+_all_ = [
+    "NOBODY",
+    "PR_SET_CHILD_SUBREAPER",
+    "MARKER",
+    "become_subreaper",
+    "reap_orphans",
+    "PidsCgroup",
+]
+
 # %% auto #0
-__all__ = ['NOBODY', 'PR_SET_CHILD_SUBREAPER', 'MARKER', 'Limits', 'limit_resources', 'strip_definitions', 'package_view',
-           'sandbox_mode', 'worker_command', 'become_subreaper', 'reap_orphans', 'PidsCgroup']
+__all__ = ['Limits', 'limit_resources', 'strip_definitions', 'package_view', 'sandbox_mode', 'worker_command', 'NOBODY',
+           'PR_SET_CHILD_SUBREAPER', 'MARKER', 'become_subreaper', 'reap_orphans', 'PidsCgroup']
 
 # %% ../../nbs/grading/04_isolation.ipynb #8ec7dc5a
-NOBODY = 65534
-
-
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one worker process (and everything it starts).
@@ -343,126 +358,3 @@ def worker_command(
         return args + [sys.executable, "-I", "-B", "-c", boot], Path("/tmp/submission")
     boot = f"import sys; sys.path.insert(0, {str(view)!r}); {python_code}"
     return [sys.executable, "-I", "-B", "-c", boot], workdir / "submission"
-
-# %% ../../nbs/grading/04_isolation.ipynb #ba9fcd23
-PR_SET_CHILD_SUBREAPER = 36
-MARKER = "COURSE_LLM_WORKER"
-
-
-def become_subreaper() -> bool:
-    """Make this process adopt its descendants' orphans (Linux); False where
-    unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-
-# %% ../../nbs/grading/04_isolation.ipynb #e027806f
-def _children() -> list:
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me:
-            found.append(int(entry))
-    return found
-
-# %% ../../nbs/grading/04_isolation.ipynb #d0a8a97f
-def _is_worker_descendant(pid: int) -> bool:
-    try:
-        if os.stat(f"/proc/{pid}").st_uid == NOBODY and os.getuid() == 0:
-            return True
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return f"{MARKER}=1".encode() in f.read().split(b"\0")
-    except OSError:
-        return False
-
-# %% ../../nbs/grading/04_isolation.ipynb #d2dd4477
-def reap_orphans(live: set) -> int:
-    """Kill and reap this process's adopted children that came from a worker and are not in `live`.
-
-    Returns:
-        How many processes were killed.
-    """
-    killed = 0
-    for _ in range(100):
-        found = [
-            pid for pid in _children() if pid not in live and _is_worker_descendant(pid)
-        ]
-        if not found:
-            return killed
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                killed += 1
-            except (ProcessLookupError, ChildProcessError):
-                pass
-    return killed
-
-# %% ../../nbs/grading/04_isolation.ipynb #426a9a3d
-class PidsCgroup:
-    """A cgroup-v1 ``pids`` group for one worker, or nothing where it cannot be made.
-
-    Args:
-        limit: largest number of processes and threads in the group.
-        root: where the ``pids`` hierarchy is mounted.
-    """
-
-    def __init__(self, limit: int, root: str = "/sys/fs/cgroup/pids"):
-        from course_llm.core import check_positive_int
-
-        check_positive_int("limit", limit)
-        self.path = None
-        base = Path(root)
-        if not (base / "cgroup.procs").exists():
-            return
-        try:
-            path = Path(tempfile.mkdtemp(prefix="course-llm-", dir=base))
-        except OSError:
-            return
-        try:
-            (path / "pids.max").write_text(str(limit))
-            self.path = path
-        except OSError:
-            os.rmdir(path)
-
-    def join(self) -> None:
-        """Move the calling process into the group (from a ``preexec_fn``)."""
-        if self.path is not None:
-            with open(self.path / "cgroup.procs", "w") as f:
-                f.write(str(os.getpid()))
-
-    def kill_all(self) -> int:
-        """Kill every process in the group until it is empty, remove it; how many were
-        killed."""
-        if self.path is None:
-            return 0
-        killed = 0
-        for _ in range(200):
-            try:
-                pids = [
-                    int(p) for p in (self.path / "cgroup.procs").read_text().split()
-                ]
-            except OSError:
-                break
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                except ProcessLookupError:
-                    pass
-            threading.Event().wait(0.01)
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
-        self.path = None
-        return killed

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import inspect
-import io
 import math
 import pickle
 import re
@@ -26,9 +24,20 @@ from .transport import decode_result, dump_plain, encode_result
 
 _all_ = ["encode_result", "dump_plain", "decode_result"]
 
+# the guards around a call have their own page (15_guards); re-exported here
+from course_llm.grading.guards import (
+    BoundedOutput,
+    OutputLimit,
+    TimeLimit,
+    forbid,
+    watch_seeding,
+)
+
+_all_ += ["BoundedOutput", "OutputLimit", "TimeLimit", "forbid", "watch_seeding"]
+
 # %% auto #0
-__all__ = ['short', 'printable', 'BoundedOutput', 'forbid', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain',
-           'decode_result']
+__all__ = ['short', 'printable', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain', 'decode_result',
+           'BoundedOutput', 'OutputLimit', 'TimeLimit', 'forbid', 'watch_seeding']
 
 # %% ../../nbs/grading/01_sandbox.ipynb #bdffda3f
 def short(obj: Any, limit: int = 160) -> str:
@@ -61,113 +70,6 @@ def printable(text: Any, keep_newlines: bool = False) -> str:
     return pattern.sub(
         lambda m: m.group().encode("unicode_escape").decode("ascii"), text
     )
-
-# %% ../../nbs/grading/01_sandbox.ipynb #3be0b876
-class _OutputLimit(BaseException):
-    """Raised inside the student's code when it has printed more than allowed."""
-
-# %% ../../nbs/grading/01_sandbox.ipynb #c6689366
-class _TimeLimit(BaseException):
-    """Raised inside the student's code by the in-process alarm."""
-
-# %% ../../nbs/grading/01_sandbox.ipynb #ffcd432e
-class BoundedOutput(io.TextIOBase):
-    """A text stream keeping at most `limit` characters; writing more raises inside the writer.
-
-    Example:
-        >>> out = BoundedOutput(5)
-        >>> out.write("abc")
-        3
-        >>> out.getvalue()
-        'abc'
-    """
-
-    def __init__(self, limit: int):
-        self.limit, self.size, self.parts, self.exceeded = limit, 0, [], False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        text = str(text)
-        room = self.limit - self.size
-        self.size += len(text)
-        if self.size > self.limit:
-            self.parts.append(text[: max(room, 0)])
-            self.exceeded = True
-            raise _OutputLimit()
-        self.parts.append(text)
-        return len(text)
-
-    def getvalue(self) -> str:
-        return "".join(self.parts)
-
-
-_SEEDERS = [
-    ("torch", "manual_seed"),
-    ("torch.random", "manual_seed"),
-    ("torch", "seed"),
-    ("torch.cuda", "manual_seed"),
-    ("torch.cuda", "manual_seed_all"),
-    ("random", "seed"),
-    ("numpy.random", "seed"),
-]
-
-# %% ../../nbs/grading/01_sandbox.ipynb #a9dc6d8b
-@contextlib.contextmanager
-def _watch_seeding(calls: list):
-    """Record in `calls` every global reseeding done inside the block."""
-    patched = []
-    for module_name, attr in _SEEDERS:
-        module = sys.modules.get(module_name)
-        original = getattr(module, attr, None) if module is not None else None
-        if original is None:
-            continue
-
-        def spy(*args, _original=original, _name=f"{module_name}.{attr}", **kwargs):
-            calls.append(_name)
-            return _original(*args, **kwargs)
-
-        setattr(module, attr, spy)
-        patched.append((module, attr, original))
-    torch = sys.modules.get("torch")
-    seed_before = torch.initial_seed() if torch is not None else None
-    try:
-        yield
-    finally:
-        for module, attr, original in reversed(patched):
-            setattr(module, attr, original)
-        torch = sys.modules.get("torch")
-        if (
-            torch is not None
-            and seed_before is not None
-            and torch.initial_seed() != seed_before
-        ):
-            calls.append("torch.manual_seed")
-
-# %% ../../nbs/grading/01_sandbox.ipynb #d7880338
-@contextlib.contextmanager
-def forbid(dotted_names: tuple):
-    """Replace each package function in `dotted_names` by one that raises, inside the
-    block."""
-    saved = []
-    for dotted in dotted_names:
-        module_name, _, attr = dotted.rpartition(".")
-        module = importlib.import_module(module_name)
-
-        def disabled(*args, _dotted=dotted, **kwargs):
-            raise RuntimeError(
-                f"{_dotted} is what this exercise asks you to write; "
-                "it is switched off while grading"
-            )
-
-        saved.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, disabled)
-    try:
-        yield
-    finally:
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
 
 # %% ../../nbs/grading/01_sandbox.ipynb #b56a4abe
 def same(a: Any, b: Any, _depth: int = 0) -> bool:
@@ -245,8 +147,10 @@ def _student_traceback(error: BaseException) -> str:
         if not f.filename.replace("\\", "/").endswith(
             (
                 "course_llm/grading/sandbox.py",
+                "course_llm/grading/guards.py",
                 "course_llm/grading/runner.py",
                 "course_llm/grading/worker.py",
+                "course_llm/grading/worker_process.py",
             )
         )
     ]
@@ -384,7 +288,7 @@ def guarded_call(
     if use_alarm:
 
         def on_alarm(signum, frame):
-            raise _TimeLimit()
+            raise TimeLimit()
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
@@ -392,12 +296,12 @@ def guarded_call(
         with (
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(out),
-            _watch_seeding(seeds),
+            watch_seeding(seeds),
         ):
             value = fn(*args, **kwargs)
-    except _OutputLimit:
+    except OutputLimit:
         problem = f"printed more than {max_output:,} characters; remove the prints from the loop"
-    except _TimeLimit:
+    except TimeLimit:
         problem = f"did not return within {time_limit:g} s (an infinite loop? a very slow algorithm?)"
     except SystemExit as error:
         problem = (

@@ -6,15 +6,12 @@ the student's side, `WorkerBackend` on the grader's."""
 # %% ../../nbs/grading/09_worker.ipynb #0365ee64
 from __future__ import annotations
 
-import builtins
-import linecache
 import os
 import pickle
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -34,93 +31,15 @@ from course_llm.grading.isolation import (
     sandbox_mode,
     worker_command,
 )
-from .sandbox import forbid, guarded_call
-from .transport import decode_result, dump_plain
+from .transport import decode_result
+
+# the worker's side of the protocol has its own page (13_worker_process); re-exported here
+from .worker_process import load_submission, serve_call, worker_main
+
+_all_ = ["load_submission", "serve_call", "worker_main"]
 
 # %% auto #0
-__all__ = ['load_submission', 'serve_call', 'worker_main', 'WorkerBackend', 'short_error']
-
-# %% ../../nbs/grading/09_worker.ipynb #9e3f69eb
-def _execute_cells(cells: list, namespace: dict, max_output: int) -> list[str]:
-    notes = []
-    for label, source in cells:
-        filename = f"<{label}>"
-        linecache.cache[filename] = (
-            len(source),
-            None,
-            source.splitlines(keepends=True),
-            filename,
-        )
-        try:
-            code = compile(source, filename, "exec")
-        except SyntaxError as error:
-            notes.append(
-                f"{label} has a syntax error (line {error.lineno}: {error.msg}); "
-                "it was skipped"
-            )
-            continue
-        outcome = guarded_call(
-            exec, (code, namespace), {}, max_output, check_inputs=False
-        )
-        if outcome.problem:
-            notes.append(
-                f"{label} {outcome.problem.splitlines()[0]}; the grader went on "
-                "with the next cell"
-            )
-    return notes
-
-# %% ../../nbs/grading/09_worker.ipynb #aa16dc11
-def load_submission(setup: dict) -> tuple[dict, bytes]:
-    """Execute a submission's cells as the worker does: the namespace they ran in, and the first reply.
-
-    Args:
-        setup: what the grader sends first (``cells``, ``functions``, ``module_name``,
-            ``max_output``; see `WorkerBackend`).
-
-    Returns:
-        The namespace, and the reply (`dump_plain`) listing the load notes and the missing names.
-    """
-    namespace = {"__name__": setup["module_name"], "__builtins__": builtins}
-    notes = _execute_cells(setup["cells"], namespace, setup["max_output"])
-    missing = [f for f in setup["functions"] if not callable(namespace.get(f))]
-    return namespace, dump_plain({"notes": notes, "missing": missing})
-
-# %% ../../nbs/grading/09_worker.ipynb #d5414811
-def serve_call(
-    namespace: dict, setup: dict, request: tuple, time_limit: float | None = None
-) -> bytes:
-    """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
-
-    `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
-    """
-    name, args, kwargs = request
-    outcome = guarded_call(
-        namespace[name],
-        args,
-        kwargs,
-        setup["max_output"],
-        time_limit=time_limit,
-        mutates=setup.get("mutates", ()),
-    )
-    return dump_plain(
-        (outcome.problem, outcome.payload, outcome.output, outcome.mutated)
-    )
-
-# %% ../../nbs/grading/09_worker.ipynb #e582ecc2
-def worker_main() -> None:
-    """Entry point of the worker process (see above); not for direct use."""
-    conn_in = Connection(int(sys.argv[1]), writable=False)
-    conn_out = Connection(int(sys.argv[2]), readable=False)
-    setup = pickle.loads(conn_in.recv_bytes())
-    with forbid(setup["forbidden"]):
-        namespace, reply = load_submission(setup)
-        conn_out.send_bytes(reply)
-        while True:
-            try:
-                request = pickle.loads(conn_in.recv_bytes())
-            except EOFError:
-                return
-            conn_out.send_bytes(serve_call(namespace, setup, request))
+__all__ = ['WorkerBackend', 'short_error', 'load_submission', 'serve_call', 'worker_main']
 
 # %% ../../nbs/grading/09_worker.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20

@@ -1,0 +1,64 @@
+"""The grader's modules after the split of issue #17: each module stays under about 400 lines,
+every public name of a module that was split is still importable from it (the lists below are
+those modules' `__all__` before the split), and the checks each exercise owns did not move between
+exercises."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+GRADING = Path(__file__).resolve().parents[1] / "course_llm" / "grading"
+
+OLD_PUBLIC_NAMES = {'checks.ch02': ['bpe_merge_exercise', 'encode_exercise', 'gpt2_case', 'gpt2_merges',
+                 'ignores_dict_order', 'learned_merges', 'merge_absent_or_short',
+                 'merge_overlapping', 'merge_random', 'nothing_to_merge', 'pair_counts_overlapping',
+                 'pair_counts_random', 'pair_counts_short', 'priority_by_rank', 'random_ids',
+                 'random_text', 'rank_sensitive', 'repeated_bytes', 'works_on_bytes'],
+ 'checks.ch07': ['all_but_one_ignored', 'block_exercise', 'causal', 'gelu_tanh', 'gradient',
+                 'hf_padded_batch', 'ignore_index_is_a_token_id', 'ignored_targets',
+                 'loss_exercise', 'matches_the_block', 'shift', 'single_token', 'values',
+                 'wide_heads'],
+ 'checks.ch08': ['beam_step_exercise', 'best_candidates', 'decoding_loop', 'first_step',
+                 'input_unchanged', 'kv_append_exercise', 'one_beam_dominates', 'overflow_raises',
+                 'p_one_keeps_all', 'returns_prefix', 'rows_independent', 'scores_consistent',
+                 'ties', 'top_p_exercise', 'top_token_kept', 'values', 'writes_in_place'],
+ 'checks.ch10': ['WORDS', 'adjacent_merge', 'cross_exercise', 'encoder_padding', 'mask_at_edges',
+                 'multi_head', 'no_noise', 'not_causal', 'random_masks', 'single_head',
+                 'span_exercise', 'unscaled'],
+ 'core': ['Check', 'CheckFailed', 'CheckResult', 'Exercise', 'GradingError', 'LocalBackend',
+          'Report', 'Student', 'StudentError', 'VISIBILITIES', 'check', 'exercises', 'expect',
+          'expect_close', 'expect_tensor_close', 'get_exercise', 'register', 'run_checks',
+          'torch_generator', 'write_back'],
+ 'isolation': ['Limits', 'MARKER', 'NOBODY', 'PR_SET_CHILD_SUBREAPER', 'PidsCgroup',
+               'become_subreaper', 'limit_resources', 'package_view', 'reap_orphans',
+               'sandbox_mode', 'strip_definitions', 'worker_command'],
+ 'sandbox': ['BoundedOutput', 'CallOutcome', 'decode_result', 'dump_plain', 'encode_result',
+             'forbid', 'guarded_call', 'printable', 'same', 'short'],
+ 'worker': ['WorkerBackend', 'load_submission', 'serve_call', 'short_error', 'worker_main']}
+
+
+@pytest.mark.parametrize("path", sorted(GRADING.rglob("*.py")), ids=lambda p: p.name)
+def test_grading_modules_stay_under_400_lines(path):
+    n = len(path.read_text(encoding="utf-8").splitlines())
+    assert n <= 400, f"{path.relative_to(GRADING)} has {n} lines: split it along a real seam"
+
+
+@pytest.mark.parametrize("module", sorted(OLD_PUBLIC_NAMES))
+def test_old_public_names_still_import(module):
+    mod = importlib.import_module(f"course_llm.grading.{module}")
+    missing = [n for n in OLD_PUBLIC_NAMES[module] if not hasattr(mod, n)]
+    assert not missing, f"course_llm.grading.{module} lost {missing}"
+    assert set(OLD_PUBLIC_NAMES[module]) <= set(mod.__all__)
+
+
+def test_moved_names_are_the_same_objects():
+    from course_llm.grading import core, isolation, registry, sandbox, worker
+    from course_llm.grading import guards, processes, worker_process
+    from course_llm.grading.checks import ch08, ch08_decoding
+
+    assert core.Exercise is registry.Exercise and core.exercises is registry.exercises
+    assert sandbox.forbid is guards.forbid and isolation.PidsCgroup is processes.PidsCgroup
+    assert worker.worker_main is worker_process.worker_main
+    assert ch08.beam_step_exercise is ch08_decoding.beam_step_exercise
+    assert ch08.beam_step_exercise is core.get_exercise("08_beam_step")
