@@ -3,6 +3,9 @@
 - A cell marked ``#| eval: false`` is skipped, as it is when the book executes.
 - The kernels run without progress bars (`course_build.quiet_kernels`): a tqdm bar would be
   stored as an ipywidgets widget, which the offline book cannot show.
+- A grader notebook (``nbs/grading/``, never a book page) whose code cells are all ``#| export``
+  is not run: it only defines the package's code, which the sync check proves equal to the
+  exported modules and the unit tests import. Each such run cost a kernel start (about 5 s).
 - When every cell of a chapter passed, the executed notebook is stored in the book's execution
   cache (the one `_config.yml` names), after the same render-time rewrite the book applies.
   The book build that follows in the test command then finds every chapter already executed:
@@ -31,6 +34,26 @@ _failed_files: set[str] = set()
 
 def _is_nbval_cell(item) -> bool:
     return type(item).__name__ == "IPyNbCell"
+
+
+def _definitions_only(path: Path) -> bool:
+    import json
+
+    from course_build import directives_of
+
+    cells = json.loads(path.read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    return all(
+        any(d.split()[:1] in (["export"], ["default_exp"]) for d in directives_of(src))
+        for src in code
+    )
+
+
+def pytest_ignore_collect(collection_path, config):
+    path = Path(collection_path)
+    if path.suffix == ".ipynb" and (ROOT / "nbs" / "grading") in path.resolve().parents:
+        return _definitions_only(path) or None
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
