@@ -91,6 +91,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'course_llm.bpe_ranks._bpe_merge': ('bpe_ranks.html#_bpe_merge', 'course_llm/bpe_ranks.py'),
                                       'course_llm.bpe_ranks.add_merged_ids': ('bpe_ranks.html#add_merged_ids', 'course_llm/bpe_ranks.py'),
                                       'course_llm.bpe_ranks.bpe_merge': ('bpe_ranks.html#bpe_merge', 'course_llm/bpe_ranks.py'),
+                                      'course_llm.bpe_ranks.ranks_decoder': ('bpe_ranks.html#ranks_decoder', 'course_llm/bpe_ranks.py'),
                                       'course_llm.bpe_ranks.recover_merges': ('bpe_ranks.html#recover_merges', 'course_llm/bpe_ranks.py')},
             'course_llm.bpe_special': { 'course_llm.bpe_special._compile_longest_first': ( 'bpe_special.html#_compile_longest_first',
                                                                                            'course_llm/bpe_special.py'),

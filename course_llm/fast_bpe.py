@@ -29,10 +29,10 @@ from course_llm.bpe_files import (
     write_bpe_file,
 )
 from course_llm.bpe_ranks import (
-    NO_RANK,
     ChunkCache,
     add_merged_ids,
     bpe_merge,
+    ranks_decoder,
     recover_merges,
 )
 from course_llm.bpe_special import (
@@ -80,29 +80,7 @@ class BPETokenizer:
         special_tokens=None,
         merges=None,
     ):
-        if not isinstance(ranks, dict):
-            raise TypeError(
-                f"`ranks` must be a dict {{token_bytes: id}}, got "
-                f"{type(ranks).__name__}"
-            )
-        decoder = {}
-        for token, i in ranks.items():
-            ok = isinstance(token, bytes) and token and isinstance(i, int)
-            if not ok or not 0 <= i < NO_RANK:
-                raise ValueError(
-                    f"ranks must map non-empty bytes to ids in [0, 2**62), found "
-                    f"{token!r}: {i!r}"
-                )
-            if i in decoder:
-                raise ValueError(
-                    f"id {i} is used by two tokens, {decoder[i]!r} and {token!r}"
-                )
-            decoder[i] = token
-        missing = [b for b in range(256) if bytes([b]) not in ranks]
-        if missing:
-            raise ValueError(
-                f"ranks must contain all 256 single bytes; missing {missing[:5]}..."
-            )
+        decoder = ranks_decoder(ranks)
         if merges is not None:
             add_merged_ids(decoder, merges)
         self._splitter = Splitter(pattern)
