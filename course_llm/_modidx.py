@@ -497,6 +497,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                           'course_llm/grading/checks/ch04.py'),
                                                 'course_llm.grading.checks.ch04._oracle': ( 'grading/checks/ch04.html#_oracle',
                                                                                             'course_llm/grading/checks/ch04.py'),
+                                                'course_llm.grading.checks.ch04._telling_case': ( 'grading/checks/ch04.html#_telling_case',
+                                                                                                  'course_llm/grading/checks/ch04.py'),
                                                 'course_llm.grading.checks.ch04.batch_mean': ( 'grading/checks/ch04.html#batch_mean',
                                                                                                'course_llm/grading/checks/ch04.py'),
                                                 'course_llm.grading.checks.ch04.large_scores': ( 'grading/checks/ch04.html#large_scores',
