@@ -6,6 +6,8 @@ __all__ = ['CAPITALS', 'ANTONYMS', 'WORDS', 'INSTRUCTION_TASKS', 'instruction_da
 # %% ../nbs/12c_instruction_tuning.ipynb #30b84126
 import random
 
+from .core import check_int
+
 # %% ../nbs/12c_instruction_tuning.ipynb #953a82a3
 CAPITALS = {
     "France": "Paris",
@@ -183,27 +185,13 @@ def instruction_data(
                 f"unknown task {name!r} in tasks; choose from {list(INSTRUCTION_TASKS)}"
             )
     n_phr = min(len(INSTRUCTION_TASKS[name][2]) for name in names)
-    if (
-        isinstance(heldout_phrasings, bool)
-        or not isinstance(heldout_phrasings, int)
-        or not 0 <= heldout_phrasings < n_phr
-    ):
+    check_int("heldout_phrasings", heldout_phrasings, min=0, max=n_phr - 1)
+    check_int("heldout_every", heldout_every, min=0)
+    if heldout_every == 1:
         raise ValueError(
-            f"heldout_phrasings must be an int in [0, {n_phr - 1}] so that every task "
-            f"keeps a training phrasing, got {heldout_phrasings!r}"
+            "`heldout_every` must be 0 (no held-out inputs) or an int >= 2, got 1"
         )
-    if (
-        isinstance(heldout_every, bool)
-        or not isinstance(heldout_every, int)
-        or heldout_every < 0
-        or heldout_every == 1
-    ):
-        raise ValueError(
-            f"heldout_every must be 0 (no held-out inputs) or an int >= 2, "
-            f"got {heldout_every!r}"
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    check_int("seed", seed)
     train, test = [], []
     for name in dict.fromkeys(names):
         inputs, answer, phrasings = INSTRUCTION_TASKS[name]

@@ -89,11 +89,13 @@ def test_heldout_split_is_disjoint_from_training():
     (dict(tasks=["capitals"]), ValueError, "unknown task"),
     (dict(heldout_phrasings=4), ValueError, "heldout_phrasings"),
     (dict(heldout_phrasings=-1), ValueError, "heldout_phrasings"),
-    (dict(heldout_phrasings=1.0), ValueError, "heldout_phrasings"),
+    (dict(heldout_phrasings=1.0), TypeError, "heldout_phrasings"),
     (dict(heldout_every=1), ValueError, "heldout_every"),
     (dict(heldout_every=-2), ValueError, "heldout_every"),
-    (dict(heldout_every=0.5), ValueError, "heldout_every"),
+    (dict(heldout_every=0.5), TypeError, "heldout_every"),
+    (dict(heldout_every=True), TypeError, "heldout_every"),
     (dict(seed="0"), TypeError, "seed"),
+    (dict(seed=True), TypeError, "seed"),
 ])
 def test_instruction_data_rejects_bad_inputs(kwargs, exc, word):
     with pytest.raises(exc, match=word):
