@@ -120,7 +120,7 @@ def stream_cut(text: str, special_tokens, cuts_at_spaces: bool = True) -> int:
     """The last position `p` such that encoding ``text[:p]`` and the rest separately gives the
     ids of the whole, for every text that starts with `text`; 0 if there is none.
 
-    It is a safe space (:func:`course_llm.bpe.is_safe_cut`) that no special token's string
+    It is a safe space (:func:`course_llm.pretokenizer.is_safe_cut`) that no special token's string
     spans, with room after it for the longest special token (text still to come could complete
     one). A pattern whose chunks may cross spaces (`cuts_at_spaces` false) has no such cut.
 
