@@ -1433,7 +1433,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'course_llm.ppo.PPOTrainer.step': ('ppo.html#ppotrainer.step', 'course_llm/ppo.py'),
                                 'course_llm.ppo.PPOTrainer.update': ('ppo.html#ppotrainer.update', 'course_llm/ppo.py'),
                                 'course_llm.ppo._as_mask': ('ppo.html#_as_mask', 'course_llm/ppo.py'),
-                                'course_llm.ppo._check_finite': ('ppo.html#_check_finite', 'course_llm/ppo.py'),
                                 'course_llm.ppo._check_pair': ('ppo.html#_check_pair', 'course_llm/ppo.py'),
                                 'course_llm.ppo._masked_mean': ('ppo.html#_masked_mean', 'course_llm/ppo.py'),
                                 'course_llm.ppo.check_rl_models': ('ppo.html#check_rl_models', 'course_llm/ppo.py'),

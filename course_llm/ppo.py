@@ -86,12 +86,7 @@ def _check_pair(name_a, a, name_b, b):
     if a.numel() == 0:
         raise ValueError(f"`{name_a}` is empty: the mean over no elements is NaN")
     for name, x in ((name_a, a), (name_b, b)):
-        _check_finite(name, x)
-
-# %% ../nbs/13b_ppo.ipynb #5a3dcb74
-def _check_finite(name, x):
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
+        check_tensor(name, x, finite=True)
 
 # %% ../nbs/13b_ppo.ipynb #d1a1601b
 def _as_mask(mask, like):
@@ -131,8 +126,7 @@ def kl_penalty_rewards(logp_policy, logp_ref, score, beta, mask=None):
     check_tensor("logp_policy", logp_policy, ndim=2)
     beta = check_float("beta", beta, min=0)
     B, T = logp_policy.shape
-    check_tensor("score", score, shape=(B,), dtype="float")
-    _check_finite("score", score)
+    check_tensor("score", score, shape=(B,), dtype="float", finite=True)
     mask = _as_mask(mask, logp_policy)
     rewards = -beta * (logp_policy - logp_ref) * mask  # (B, T)
     last = mask.cumsum(1).argmax(1)  # last real token per row

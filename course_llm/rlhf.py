@@ -114,11 +114,7 @@ def _check_scores(**tensors):
     pairs."""
     (first, a), *rest = tensors.items()
     for name, x in tensors.items():
-        check_tensor(name, x, dtype="float")
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(
-                f"`{name}` holds NaN or inf values: check what computed it"
-            )
+        check_tensor(name, x, dtype="float", finite=True)
     for name, x in rest:
         check_same_shape(first, a, name, x)
     if a.numel() == 0:
