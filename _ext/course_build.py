@@ -39,9 +39,12 @@ _DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")
 # nbdev directive -> Jupyter Book cell tags
 # `export` is the hardened library code: folded behind a "show code" toggle, so a chapter reads as
 # its teaching version (nbdev's own docs hide exported source too). `exports` (nbdev: export and
-# show) keeps a cell that is both the teaching version and the library in view.
+# show) keeps a cell that is both the teaching version and the library in view. Quarto's
+# `code-fold: true` (which nbdev documents) folds a cell that is not the idea itself: the code
+# that draws a figure, builds an experiment's data or formats its table.
 _TAGS = {
     "export": ["hide-input"],
+    "code-fold: true": ["hide-input"],
     "hide": ["remove-cell"],
     "default_exp": ["remove-cell"],
     "eval: false": ["skip-execution"],

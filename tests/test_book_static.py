@@ -104,6 +104,7 @@ def test_constants_are_documented_with_their_type():
         ("export", ["hide-input"]),       # the library: folded behind "show code"
         ("exports", []),                  # teaching code that is also exported: in view
         ("hide", ["remove-cell"]),
+        ("code-fold: true", ["hide-input"]),  # scaffolding (plots, data set-up): folded
         ("eval: false", ["skip-execution"]),
     ],
 )
