@@ -149,3 +149,15 @@ def test_code_in_view_fits_88_columns():
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
             long_lines += [f"{name}: {line[:60]}..." for line in source.splitlines() if len(line) > 88]
     assert not long_lines, f"{len(long_lines)} code lines in view over 88 columns: {long_lines[:5]}"
+
+
+def test_no_notebook_exports_the_package_when_run():
+    """A chapter never calls nbdev's export: nbval runs chapters in parallel with the unit tests,
+    and a notebook that rewrote `course_llm/` mid-run would race them (`make export` does it)."""
+    calls = []
+    for path in sorted((ROOT / "nbs").rglob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if cell["cell_type"] == "code" and "nbdev_export(" in source:
+                calls.append(path.name)
+    assert not calls, f"remove the nbdev_export() cells of {sorted(set(calls))}"
