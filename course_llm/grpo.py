@@ -22,7 +22,7 @@ from course_llm.core import (
 )
 from .generate import generate
 from .gpt import GPT
-from .ppo import check_rl_models, token_logprobs
+from .logprobs import check_rl_models, token_logprobs
 
 # %% ../nbs/20_grpo.ipynb #a434a1b0
 def group_advantages(rewards, group_size, *, normalize_std=True, eps=1e-4):

@@ -19,14 +19,8 @@ from course_llm.core import (
     check_token_ids,
 )
 from .gpt import GPT
-from course_llm.ppo import (
-    PPOConfig,
-    PPOTrainer,
-    check_rl_models,
-    gae,
-    kl_penalty_rewards,
-)
-from .ppo import ppo_clip_loss, sequence_logprobs, token_logprobs
+from .logprobs import check_rl_models, sequence_logprobs, token_logprobs
+from .ppo import PPOConfig, PPOTrainer, gae, kl_penalty_rewards, ppo_clip_loss
 
 _all_ = [
     "PPOConfig",

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['DIGIT_WORDS', 'info_nce', 'vicreg_loss', 'clip_loss', 'digit_prompts', 'TextEncoder', 'CLIP', 'zero_shot_classify',
-           'layer_embeddings', 'silhouette', 'nearest_centroid_accuracy']
+           'layer_embeddings', 'nearest_centroid_accuracy', 'silhouette']
 
 # %% ../nbs/14c_ssl.ipynb #841bb2b0
 import math
@@ -18,9 +18,12 @@ from course_llm.core import (
     check_same_shape,
     check_tensor,
 )
-from .bert import BERT, mean_pool
 from .layers import TransformerBlock, TransformerConfig
 from .vit import ViT, ViTConfig
+from .probes import layer_embeddings, nearest_centroid_accuracy, silhouette
+
+# re-exported: the probes lived here before they got their own section (14.4)
+_all_ = ["layer_embeddings", "nearest_centroid_accuracy", "silhouette"]
 
 # %% ../nbs/14c_ssl.ipynb #a2f96bac
 def _check_pair(z1, z2, min_rows=1, names=("z1", "z2")):
@@ -341,100 +344,3 @@ def zero_shot_classify(model, images, class_prompts):
     )  # (B, classes)
     model.train(was_training)
     return sims.argmax(dim=1)
-
-# %% ../nbs/14c_ssl.ipynb #c1fae774
-def layer_embeddings(model, input_ids, attention_mask):
-    """Mean-pooled hidden states of a `BERT` after its embeddings and after every block.
-
-    Forward hooks on ``model.ln_emb`` and on each of ``model.layers`` record the hidden
-    states of one ordinary forward pass; padding is left out of each mean.
-
-    Args:
-        model: a `course_llm.bert.BERT`.
-        input_ids: (B, T) token ids.
-        attention_mask: (B, T), 1 for real tokens and 0 for padding.
-
-    Returns:
-        (n_layer + 1, B, d_model): index 0 is the embedding layer, index k block k.
-
-    Example:
-        >>> from course_llm.bert import BERTConfig
-        >>> m = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=2, n_head=2, d_ff=32, max_len=8))
-        >>> layer_embeddings(m, torch.tensor([[1, 2, 0]]), torch.tensor([[1, 1, 0]])).shape
-        torch.Size([3, 1, 16])
-    """
-    if not isinstance(model, BERT):
-        raise TypeError(
-            f"`model` must be a course_llm.bert.BERT, got {type(model).__name__}"
-        )
-    check_tensor("input_ids", input_ids, ndim=2, dtype="int")
-    check_tensor("attention_mask", attention_mask, ndim=2, shape=tuple(input_ids.shape))
-    states = []
-
-    def record(module, inputs, output):
-        states.append(output)  # (B, T, d_model)
-
-    hooks = [m.register_forward_hook(record) for m in (model.ln_emb, *model.layers)]
-    try:
-        model(input_ids, attention_mask=attention_mask)
-    finally:
-        for h in hooks:
-            h.remove()
-    return torch.stack([mean_pool(h, attention_mask) for h in states])
-
-# %% ../nbs/14c_ssl.ipynb #be0e2bae
-def _check_labelled(x, labels, names=("x", "labels")):
-    check_tensor(names[0], x, ndim=2, dtype="float")
-    check_tensor(names[1], labels, ndim=1, shape=(x.size(0),), dtype="int")
-    if x.size(0) == 0 or not bool(torch.isfinite(x).all()):
-        raise ValueError(f"`{names[0]}` must be a non-empty tensor of finite numbers")
-    if bool((labels < 0).any()):
-        raise ValueError(f"`{names[1]}` must hold class indices >= 0")
-
-# %% ../nbs/14c_ssl.ipynb #e29f62fd
-def silhouette(x, labels):
-    """Mean silhouette of the rows of `x` (Euclidean distances) under class `labels`.
-
-    s_i = (b_i - a_i) / max(a_i, b_i), with a_i the mean distance to the other members of
-    i's class and b_i the smallest mean distance to another class; a point alone in its
-    class scores 0 (the convention of scikit-learn's ``silhouette_score``).
-
-    Example:
-        >>> x = torch.tensor([[0.], [1.], [10.], [11.]])
-        >>> round(silhouette(x, torch.tensor([0, 0, 1, 1])).item(), 3)
-        0.9
-    """
-    _check_labelled(x, labels)
-    classes, y = labels.unique(return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError("`labels` must hold at least two classes for a silhouette")
-    D = torch.cdist(x.double(), x.double())  # (N, N)
-    one_hot = F.one_hot(y, len(classes)).double()  # (N, K)
-    size = one_hot.sum(0)  # (K,)
-    mean_to = D @ one_hot / size  # (N, K) mean distance to each class, self included
-    own = size[y]
-    a = mean_to.gather(1, y[:, None]).squeeze(1) * own / (own - 1).clamp(min=1)
-    b = mean_to.masked_fill(one_hot.bool(), float("inf")).min(1).values
-    s = ((b - a) / torch.maximum(a, b).clamp(min=1e-12)).masked_fill(own == 1, 0.0)
-    return s.mean()
-
-# %% ../nbs/14c_ssl.ipynb #03448019
-def nearest_centroid_accuracy(train_x, train_y, test_x, test_y):
-    """Accuracy of the nearest class-center (NCC) classifier: class means of `train_x`,
-    each row of `test_x` assigned to the nearest mean (Euclidean).
-
-    Example:
-        >>> x, y = torch.tensor([[0.], [2.], [10.]]), torch.tensor([0, 0, 1])
-        >>> nearest_centroid_accuracy(x, y, torch.tensor([[4.], [8.]]), torch.tensor([0, 1]))
-        1.0
-    """
-    _check_labelled(train_x, train_y, ("train_x", "train_y"))
-    _check_labelled(test_x, test_y, ("test_x", "test_y"))
-    if train_x.size(1) != test_x.size(1):
-        raise ValueError(
-            f"`train_x` has {train_x.size(1)} features and `test_x` {test_x.size(1)}"
-        )
-    classes = train_y.unique()  # (K,)
-    means = torch.stack([train_x[train_y == c].mean(0) for c in classes])  # (K, d)
-    pred = classes[torch.cdist(test_x, means).argmin(1)]
-    return (pred == test_y).double().mean().item()

@@ -32,8 +32,8 @@ RANK = {
     "gguf": MODELS,
     "generate": TRAIN, "speculative": TRAIN, "trainer": TRAIN, "train": TRAIN, "train_config": TRAIN,
     "checkpoints": TRAIN, "distributed": TRAIN, "train_eval": TRAIN, "mlm": TRAIN, "objectives": TRAIN, "zoo": TRAIN,
-    "chat": POST, "sft": POST, "instructions": POST, "rlhf": POST, "ppo": POST, "icl": POST, "icl_tasks": POST, "rag": POST, "retrieval": POST,
-    "finetune": POST, "pretrained": POST, "quantize": POST, "scaling": POST, "ssl": POST,
+    "chat": POST, "sft": POST, "instructions": POST, "rlhf": POST, "ppo": POST, "logprobs": POST, "icl": POST, "icl_tasks": POST, "rag": POST, "retrieval": POST,
+    "finetune": POST, "pretrained": POST, "quantize": POST, "scaling": POST, "ssl": POST, "probes": POST,
     "lora": POST, "grpo": POST, "evals": POST, "eval_tasks": POST,
     "grading": GRADING,                          # the grader subpackage, every module in it
 }

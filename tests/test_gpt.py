@@ -269,3 +269,10 @@ def test_config_is_a_transformer_config_with_gpt2_defaults_and_block_size_alias(
     # ignored targets are fine, and the loss matches F.cross_entropy
     ids = torch.tensor([[1, 2, 3]])
     assert torch.isfinite(causal_lm_loss(torch.zeros(1, 3, 4), torch.tensor([[1, -100, 3]])))
+
+
+def test_count_parameters_moved_to_gpt_config_and_is_re_exported():
+    import course_llm.gpt as gpt
+    import course_llm.gpt_config as gpt_config
+    assert gpt.count_parameters is gpt_config.count_parameters
+    assert "count_parameters" in gpt.__all__
