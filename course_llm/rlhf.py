@@ -31,7 +31,7 @@ _all_ = [
     "ppo_clip_loss",
     "sequence_logprobs",
     "token_logprobs",
-]  # re-exported from course_llm.ppo (section 13.1)
+]  # re-exported from course_llm.ppo (13.1) and course_llm.logprobs (13.2)
 
 # %% ../nbs/13_rlhf.ipynb #3ad55a04
 class RewardModel(nn.Module):
