@@ -59,7 +59,7 @@ def _bpe_merge(piece: bytes, ranks: dict) -> list:
 # %% ../nbs/02b2_bpe_ranks.ipynb #7c3d9e41
 def pair_rank_table(ranks: dict) -> list:
     """The ranks of all two-byte tokens as a 256 x 256 table: ``table[a][b]`` is the rank of
-    ``bytes([a, b])``, or :data:`NO_RANK` if that pair is not a token.
+    ``bytes([a, b])``, or ``NO_RANK`` if that pair is not a token.
 
     Example:
         >>> table = pair_rank_table({bytes([b]): b for b in range(256)} | {b"hi": 256})
