@@ -12,11 +12,9 @@ import torch.nn.functional as F
 
 from .core import check_bool, check_float, check_positive_int, check_tensor
 from .kv_cache import CrossCache
-from course_llm.masks import (  # causal_mask, padding_mask: kept here for compatibility
-    causal_mask,
-    combined_mask,
-    padding_mask,
-)
+
+# causal_mask and padding_mask live in course_llm.masks (5.2); imported here too, as before
+from .masks import causal_mask, combined_mask, padding_mask
 
 # re-exported: CrossCache lives with the other caches in course_llm.kv_cache (section
 # 5.1)
@@ -25,53 +23,32 @@ _all_ = ["CrossCache"]
 
 def _check_qkv(q, k, v):
     for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"`{name}` must be a torch.Tensor, got {type(t).__name__}")
+        check_tensor(name, t)
         if t.dim() < 2:
             raise ValueError(
-                f"`{name}` must have shape (..., length, dim); got shape "
-                f"{tuple(t.shape)}"
+                f"`{name}` must have shape (..., length, dim); got {tuple(t.shape)}"
             )
         if not t.is_floating_point():
             raise TypeError(
                 f"`{name}` must be a floating-point tensor, got {t.dtype}; use .float()"
             )
-    if not (q.dim() == k.dim() == v.dim()):
-        raise ValueError(
-            f"`q`, `k`, `v` must have the same number of dimensions, got "
-            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
-    if not (q.dtype == k.dtype == v.dtype):
+    shapes = f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+    if not q.dim() == k.dim() == v.dim():
+        raise ValueError(f"`q`, `k`, `v` must have the same number of dims, {shapes}")
+    if not q.dtype == k.dtype == v.dtype:
         raise TypeError(
-            f"`q`, `k`, `v` must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+            f"`q`, `k`, `v` must share a dtype, {q.dtype}, {k.dtype}, {v.dtype}"
         )
     if q.size(-1) != k.size(-1):
+        raise ValueError(f"queries and keys must have the same width d_K, {shapes}")
+    if k.shape[:-1] != v.shape[:-1]:  # positions, heads and batch
         raise ValueError(
-            f"queries and keys must have the same width d_K: `q` has {q.size(-1)}, "
-            f"`k` has {k.size(-1)}"
+            f"`k` and `v` must hold the same number of positions and heads, {shapes}"
         )
-    if k.size(-2) != v.size(-2):
-        raise ValueError(
-            f"`k` and `v` must hold the same number of positions: {k.size(-2)} != "
-            f"{v.size(-2)}"
-        )
-    if q.dim() >= 3:
-        if k.size(-3) != v.size(-3):
-            raise ValueError(
-                f"`k` and `v` must have the same number of heads: {k.size(-3)} != "
-                f"{v.size(-3)}"
-            )
-        if q.size(-3) % k.size(-3) != 0:
-            raise ValueError(
-                f"the number of query heads ({q.size(-3)}) must be a multiple of "
-                "the number "
-                f"of key/value heads ({k.size(-3)})"
-            )
-        if q.shape[:-3] != k.shape[:-3] or k.shape[:-3] != v.shape[:-3]:
-            raise ValueError(
-                f"`q`, `k`, `v` must share their batch dimensions, got "
-                f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-            )
+    if q.dim() >= 3 and (k.size(-3) == 0 or q.size(-3) % k.size(-3)):
+        raise ValueError(f"query heads must be a multiple of key/value heads, {shapes}")
+    if q.shape[:-3] != k.shape[:-3]:
+        raise ValueError(f"`q`, `k`, `v` must share their batch dimensions, {shapes}")
 
 # %% ../nbs/05_attention.ipynb #cf6566b2
 def repeat_kv(x, n_rep):
