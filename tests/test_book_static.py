@@ -1,6 +1,7 @@
 """The book's offline machinery (`_ext/course_build.py`): the static scan finds what a browser
 would fetch from another machine, widgets are dropped before rendering, kernels are quiet."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,32 @@ def test_no_notebook_exports_the_package_when_run():
             if cell["cell_type"] == "code" and "nbdev_export(" in source:
                 calls.append(path.name)
     assert not calls, f"remove the nbdev_export() cells of {sorted(set(calls))}"
+
+
+def test_headings_never_skip_a_level():
+    """Each page's markdown headings go down one level at a time (myst warns about H1 -> H3, and
+    the strict build turns the warning into a failure after the chapters have executed)."""
+    import yaml
+    from book_cache import toc_files
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    skips = []
+    for name in toc_files(toc):
+        path = ROOT / (name + ".ipynb")
+        if not path.is_file():
+            continue
+        level = 0
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            fence = False
+            for line in source.splitlines():
+                if line.lstrip().startswith(("```", "~~~")):
+                    fence = not fence
+                m = None if fence else re.match(r"(#{1,6}) ", line)
+                if m:
+                    if len(m.group(1)) > level + 1:
+                        skips.append(f"{name}: {line[:60]}")
+                    level = len(m.group(1))
+    assert not skips, f"headings that skip a level: {skips}"
