@@ -24,21 +24,11 @@ HIDDEN = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 def chapter_files() -> list[Path]:
     """The notebooks the student book renders, in the order of _toc.yml."""
     import yaml
+    from book_cache import toc_files
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = []
-
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                p = ROOT / (e["file"] + ".ipynb")
-                if p.exists():
-                    files.append(p)
-            walk(e.get("sections"))
-            walk(e.get("chapters"))
-
-    walk(toc.get("parts"))
-    return files
+    files = [ROOT / (name + ".ipynb") for name in toc_files(toc) if name != toc["root"]]
+    return [p for p in files if p.exists()]
 
 
 def count(path: Path) -> tuple[int, int, int]:

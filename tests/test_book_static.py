@@ -130,24 +130,33 @@ def test_bibliography_parses_with_unique_keys():
     assert len(parse_file(str(path)).entries) == len(keys)
 
 
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat stores a string or a list of lines)."""
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def book_pages():
+    """(name, notebook) for every page of `_toc.yml` that is a notebook, in book order."""
+    import yaml
+    from book_cache import toc_files
+
+    for name in toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())):
+        path = ROOT / (name + ".ipynb")
+        if path.is_file():
+            yield name, json.loads(path.read_text())
+
+
 def test_code_in_view_fits_88_columns():
     """Every code line the book shows in view (cells not folded or removed) is at most 88
     columns, the formatter's limit, so no code cell scrolls sideways in the content column.
     `ruff format` wraps code; comments, docstrings and long strings are wrapped by hand."""
-    import yaml
-    from book_cache import toc_files
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     long_lines = []
-    for name in toc_files(toc):
-        path = ROOT / (name + ".ipynb")
-        if not path.is_file():
-            continue
-        for cell in render_notebook(json.loads(path.read_text()))["cells"]:
+    for name, nb in book_pages():
+        for cell in render_notebook(nb)["cells"]:
             tags = cell.get("metadata", {}).get("tags", [])
             if cell["cell_type"] != "code" or {"hide-input", "remove-cell", "remove-input"} & set(tags):
                 continue
-            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            source = cell_source(cell)
             long_lines += [f"{name}: {line[:60]}..." for line in source.splitlines() if len(line) > 88]
     assert not long_lines, f"{len(long_lines)} code lines in view over 88 columns: {long_lines[:5]}"
 
@@ -158,8 +167,7 @@ def test_no_notebook_exports_the_package_when_run():
     calls = []
     for path in sorted((ROOT / "nbs").rglob("*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            if cell["cell_type"] == "code" and "nbdev_export(" in source:
+            if cell["cell_type"] == "code" and "nbdev_export(" in cell_source(cell):
                 calls.append(path.name)
     assert not calls, f"remove the nbdev_export() cells of {sorted(set(calls))}"
 
@@ -167,22 +175,14 @@ def test_no_notebook_exports_the_package_when_run():
 def test_headings_never_skip_a_level():
     """Each page's markdown headings go down one level at a time (myst warns about H1 -> H3, and
     the strict build turns the warning into a failure after the chapters have executed)."""
-    import yaml
-    from book_cache import toc_files
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     skips = []
-    for name in toc_files(toc):
-        path = ROOT / (name + ".ipynb")
-        if not path.is_file():
-            continue
+    for name, nb in book_pages():
         level = 0
-        for cell in json.loads(path.read_text())["cells"]:
+        for cell in nb["cells"]:
             if cell["cell_type"] != "markdown":
                 continue
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             fence = False
-            for line in source.splitlines():
+            for line in cell_source(cell).splitlines():
                 if line.lstrip().startswith(("```", "~~~")):
                     fence = not fence
                 m = None if fence else re.match(r"(#{1,6}) ", line)
