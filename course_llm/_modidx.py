@@ -1409,6 +1409,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                   'course_llm/objectives.py'),
                                        'course_llm.objectives.token_drop': ('objectives.html#token_drop', 'course_llm/objectives.py')},
             'course_llm.optim': { 'course_llm.optim._to_device': ('optim.html#_to_device', 'course_llm/optim.py'),
+                                  'course_llm.optim.adamw': ('optim.html#adamw', 'course_llm/optim.py'),
                                   'course_llm.optim.cosine_schedule': ('optim.html#cosine_schedule', 'course_llm/optim.py'),
                                   'course_llm.optim.fit': ('optim.html#fit', 'course_llm/optim.py'),
                                   'course_llm.optim.param_groups': ('optim.html#param_groups', 'course_llm/optim.py')},

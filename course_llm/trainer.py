@@ -19,7 +19,7 @@ from .checkpoints import read_checkpoint, write_checkpoint
 from .core import check_positive_int
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
-from .optim import param_groups
+from .optim import adamw, param_groups
 from .train_config import TrainConfig
 from course_llm.train_eval import (
     as_token_ids,
@@ -72,7 +72,8 @@ class Trainer:
     forward under bf16 autocast where supported, loss divided by `grad_accum`, backward (under
     DDP the gradients are averaged across processes on the last micro-step), global gradient-norm
     clipping, the learning rate from :func:`cosine_schedule`, an AdamW step with decay on
-    matrices only. Every `eval_interval` steps: validation loss and (with `out_dir`) a checkpoint.
+    matrices only (on PyTorch's fused kernel where it exists, :func:`course_llm.optim.adamw`).
+    Every `eval_interval` steps: validation loss and (with `out_dir`) a checkpoint.
 
     The model is any ``nn.Module`` with ``forward(idx, targets) -> (logits, loss)``, loss the mean
     next-token cross-entropy. Inside ``torchrun`` (an initialised process group) the model is
@@ -129,7 +130,7 @@ class Trainer:
         get_batch(self.train_ids, 1, config.block_size)  # enough ids for one window
         if self.val_ids is not None:
             TokenDataset(self.val_ids, config.block_size)
-        self.optimizer = torch.optim.AdamW(
+        self.optimizer = adamw(
             param_groups(model, config.weight_decay),
             lr=config.max_lr,
             betas=config.betas,

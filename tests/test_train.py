@@ -102,6 +102,35 @@ def test_param_groups_decay_matrices_only():
         torch.testing.assert_close(p.detach(), before[n] * factor)
 
 
+
+def test_adamw_first_step_matches_the_closed_form():
+    # oracle: after one step, m_hat = g and v_hat = g^2, so p <- p (1 - lr wd) - lr g / (|g| + eps)
+    from course_llm.optim import adamw
+    model = _model()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    grads = {n: torch.randn_like(p) for n, p in model.named_parameters()}
+    opt = adamw(param_groups(model, 0.1), lr=0.01, eps=1e-8)
+    assert opt.defaults["fused"]                       # CPU has the fused kernel (PyTorch >= 2.4)
+    for n, p in model.named_parameters():
+        p.grad = grads[n].clone()
+    opt.step()
+    for n, p in model.named_parameters():
+        wd = 0.1 if p.dim() >= 2 else 0.0
+        g = grads[n]
+        expected = before[n] * (1 - 0.01 * wd) - 0.01 * g / (g.abs() + 1e-8)
+        torch.testing.assert_close(p.detach(), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_adamw_refuses_to_be_told_the_implementation():
+    from course_llm.optim import adamw
+    with pytest.raises(ValueError, match="torch.optim.AdamW"):
+        adamw(nn.Linear(2, 2).parameters(), lr=1e-3, fused=False)
+
+
+def test_trainer_steps_with_the_fused_adamw():
+    trainer = Trainer(_model(), _ids(), _ids(1000, seed=1), _config())
+    assert isinstance(trainer.optimizer, torch.optim.AdamW) and trainer.optimizer.defaults["fused"]
+
 def _train(config, seed=0, steps=None, resume=None, **model_kw):
     model = _model(seed, **model_kw)
     trainer = Trainer(model, _ids(), _ids(1000, seed=1), config)
