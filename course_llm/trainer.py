@@ -348,7 +348,11 @@ class Trainer:
                 f"{sorted(missing)} or state.json lacks the history"
             )
         state = ckpt.state
+        # the saved groups carry the saver's AdamW kernel (fused or not); keep this machine's
+        kernels = [(g["fused"], g["foreach"]) for g in self.optimizer.param_groups]
         self.optimizer.load_state_dict(state["optimizer"])
+        for group, (fused, foreach) in zip(self.optimizer.param_groups, kernels):
+            group["fused"], group["foreach"] = fused, foreach
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():

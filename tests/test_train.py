@@ -158,6 +158,25 @@ def test_resume_gives_identical_weights(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("step_*")) == ["step_000010", "step_000020"]
 
 
+
+def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
+    # a checkpoint written with the default (loop) AdamW, as on a machine without the fused kernel:
+    # the saved groups say fused=None, and resuming must still step with this machine's kernel
+    config = _config(out_dir=str(tmp_path))
+    saver = Trainer(_model(), _ids(), _ids(1000, seed=1), config)
+    saver.optimizer = torch.optim.AdamW(param_groups(saver.raw_model, config.weight_decay),
+                                        lr=config.max_lr, betas=config.betas, eps=config.eps)
+    saver.fit(10)
+    assert not saver.optimizer.state_dict()["param_groups"][0]["fused"]
+    resumed = Trainer(_model(seed=5), _ids(), _ids(1000, seed=1), config)
+    assert resumed.load_checkpoint(tmp_path) == 10
+    assert all(g["fused"] for g in resumed.optimizer.param_groups)
+    saved, loaded = saver.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    assert saved.keys() == loaded.keys()
+    assert all(torch.equal(saved[k]["exp_avg_sq"], loaded[k]["exp_avg_sq"]) for k in saved)
+    resumed.fit()
+    assert resumed.step == 20
+
 def test_validation_loss_is_mean_over_windows():
     model = _model(dropout=0.0)
     val = _ids(200, seed=5)
