@@ -15,6 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course_llm.gpt import GPT, GPTConfig
+from course_llm.optim import adamw
 from course_llm.train import (NonFiniteLossError, TrainConfig, Trainer, build_model, cosine_schedule,
                               latest_checkpoint, load_weights, main, param_groups, save_weights)
 
@@ -102,10 +103,8 @@ def test_param_groups_decay_matrices_only():
         torch.testing.assert_close(p.detach(), before[n] * factor)
 
 
-
 def test_adamw_first_step_matches_the_closed_form():
     # oracle: after one step, m_hat = g and v_hat = g^2, so p <- p (1 - lr wd) - lr g / (|g| + eps)
-    from course_llm.optim import adamw
     model = _model()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     grads = {n: torch.randn_like(p) for n, p in model.named_parameters()}
@@ -122,7 +121,6 @@ def test_adamw_first_step_matches_the_closed_form():
 
 
 def test_adamw_refuses_to_be_told_the_implementation():
-    from course_llm.optim import adamw
     with pytest.raises(ValueError, match="torch.optim.AdamW"):
         adamw(nn.Linear(2, 2).parameters(), lr=1e-3, fused=False)
 
@@ -130,6 +128,7 @@ def test_adamw_refuses_to_be_told_the_implementation():
 def test_trainer_steps_with_the_fused_adamw():
     trainer = Trainer(_model(), _ids(), _ids(1000, seed=1), _config())
     assert isinstance(trainer.optimizer, torch.optim.AdamW) and trainer.optimizer.defaults["fused"]
+
 
 def _train(config, seed=0, steps=None, resume=None, **model_kw):
     model = _model(seed, **model_kw)
@@ -158,7 +157,6 @@ def test_resume_gives_identical_weights(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("step_*")) == ["step_000010", "step_000020"]
 
 
-
 def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
     # a checkpoint written with the default (loop) AdamW, as on a machine without the fused kernel:
     # the saved groups say fused=None, and resuming must still step with this machine's kernel
@@ -176,6 +174,7 @@ def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
     assert all(torch.equal(saved[k]["exp_avg_sq"], loaded[k]["exp_avg_sq"]) for k in saved)
     resumed.fit()
     assert resumed.step == 20
+
 
 def test_validation_loss_is_mean_over_windows():
     model = _model(dropout=0.0)
