@@ -19,8 +19,8 @@ def _kind(value) -> str:
 
 # %% auto #0
 __all__ = ['check_int', 'check_positive_int', 'check_float', 'check_choice', 'check_bool', 'check_tensor', 'check_same_shape',
-           'check_token_ids', 'set_seed', 'get_device', 'cache_dir', 'write_atomic', 'clean_stale_temps',
-           'MissingDataError', 'locate_package_file']
+           'check_token_ids', 'seed_offset', 'set_seed', 'generator', 'rng', 'get_device', 'cache_dir', 'write_atomic',
+           'clean_stale_temps', 'MissingDataError', 'locate_package_file']
 
 # %% ../nbs/90_core.ipynb #1ecd4cbb
 def check_int(
@@ -232,8 +232,34 @@ def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tens
     return ids
 
 # %% ../nbs/90_core.ipynb #86ea1950
+def seed_offset() -> int:
+    """The course-wide seed offset: the environment variable ``COURSE_LLM_SEED`` (default 0).
+
+    Every seed the chapters and the library's training defaults draw from is shifted by it,
+    through `set_seed`, `generator` and `rng`, so one switch reruns the whole course under
+    another seed (``COURSE_LLM_SEED=1 make test-seeds``). The exercises, the grader's checks
+    and the unit tests use fixed seeds of their own and are not moved.
+
+    Raises:
+        ValueError: ``COURSE_LLM_SEED`` is set to something other than a non-negative int.
+
+    Example:
+        >>> seed_offset() >= 0
+        True
+    """
+    raw = os.environ.get("COURSE_LLM_SEED", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise ValueError(
+            f"the environment variable `COURSE_LLM_SEED` must be a non-negative int, "
+            f"got {raw!r}: unset it or set it to 0, 1, 2, ..."
+        )
+    return int(raw)
+
+
 def set_seed(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and torch's random number generators.
+    """Seed Python's, NumPy's and torch's generators with ``seed + seed_offset()``.
 
     Args:
         seed: a non-negative integer.
@@ -244,10 +270,36 @@ def set_seed(seed: int = 0) -> None:
         >>> bool((a == b).all())
         True
     """
-    seed = check_int("seed", seed, min=0)
+    seed = check_int("seed", seed, min=0) + seed_offset()
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def generator(seed: int = 0, device=None) -> torch.Generator:
+    """A `torch.Generator` seeded with ``seed + seed_offset()``, on `device` (default CPU).
+
+    Chapters draw their data, initial weights and samples from one of these instead of
+    ``torch.Generator().manual_seed(seed)``, so that ``COURSE_LLM_SEED`` moves them.
+
+    Example:
+        >>> a = torch.rand(2, generator=generator(3))
+        >>> torch.equal(a, torch.rand(2, generator=generator(3)))
+        True
+    """
+    seed = check_int("seed", seed, min=0) + seed_offset()
+    g = torch.Generator() if device is None else torch.Generator(device=device)
+    return g.manual_seed(seed)
+
+
+def rng(seed: int = 0) -> random.Random:
+    """A `random.Random` seeded with ``seed + seed_offset()``: Python-level draws.
+
+    Example:
+        >>> rng(5).random() == rng(5).random()
+        True
+    """
+    return random.Random(check_int("seed", seed, min=0) + seed_offset())
 
 # %% ../nbs/90_core.ipynb #a47403b9
 def get_device() -> torch.device:
