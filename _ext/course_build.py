@@ -336,6 +336,46 @@ def offline_problems(html: str) -> list[str]:
     return problems
 
 
+_MACHINE_PATH = re.compile(
+    r"(?<![\w.:/~-])/(?:tmp|var/tmp|private/var/folders|home|Users|work|mnt|scratch)"
+    r"(?:/[\w.-]+)+"
+)
+
+
+def machine_paths(text: str, roots=()) -> list[str]:
+    """Absolute paths of a build machine that `text` holds: any of the folders in `roots`
+    (the checkout, the interpreter's prefix, the home folder), and anything under the usual
+    machine-specific roots (``/tmp``, ``/var/tmp``, ``/home``, ``/Users``, ``/work``, ...).
+    A shipped file, a built page or a cached output must hold none: the course does not depend
+    on where the checkout lives, and it does not show it. Relative paths and URLs are fine.
+
+    Example:
+        >>> machine_paths('saved to "/tmp/tmpab12/ckpt.pt"; see https://x.org/home/a')
+        ['/tmp/tmpab12/ckpt.pt']
+        >>> machine_paths("cwd /srv/course/nbs", roots=["/srv/course"])
+        ['/srv/course']
+    """
+    found = []
+    for root in roots:
+        root = str(root).rstrip("/")
+        if root.count("/") >= 2 or (root.startswith("/") and len(root) > 4):
+            if root in text and root not in found:
+                found.append(root)
+    found += [m for m in _MACHINE_PATH.findall(text) if m not in found]
+    return found
+
+
+def this_machine_roots(root) -> list[str]:
+    """The folders of this machine whose names must not reach a shipped file or a page: the
+    checkout `root` (as given and resolved), the interpreter's prefixes and the home folder."""
+    import sys
+    from pathlib import Path
+
+    root = Path(root)
+    roots = {str(root), str(root.resolve()), sys.prefix, sys.base_prefix, str(Path.home())}
+    return sorted(r for r in roots if r.startswith("/") and r not in ("/usr", "/usr/local"))
+
+
 def setup(app):
     quiet_kernels()
     app.connect("source-read", _on_source_read)

@@ -72,7 +72,9 @@ def main(argv=None) -> dict:
         "name": NAME,
         "model_config": json.dumps(asdict(model_cfg)),
         "tokenizer_chars": json.dumps(tok.itos),
-        "train_config": json.dumps(asdict(cfg)),
+        # out_dir is where this run kept its checkpoints, a folder of the training machine
+        # and no part of the recipe: the shipped file records no machine path.
+        "train_config": json.dumps({k: v for k, v in asdict(cfg).items() if k != "out_dir"}),
         "seed": str(args.seed),
         "steps": str(trainer.step),
         "wall_time_s": f"{wall:.0f}",
