@@ -131,11 +131,61 @@ def drop_widgets(cell: dict) -> dict:
     return {**cell, "outputs": kept}
 
 
+def _machine_path_rules() -> list[tuple[re.Pattern, str]]:
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    named = [(str(root / ".venv"), "<venv>"), (str(root.resolve() / ".venv"), "<venv>"),
+             (sys.prefix, "<venv>"), (str(root), "<course>"), (str(root.resolve()), "<course>"),
+             (sys.base_prefix, "<python>"), (str(Path.home()), "~")]
+    named = sorted({(k, v) for k, v in named if k.count("/") >= 2}, key=lambda kv: -len(kv[0]))
+    rules = [(re.compile(re.escape(k) + r"(?![\w.-])"), v) for k, v in named]
+    temp = re.escape(tempfile.gettempdir().rstrip("/"))
+    rules.append((re.compile(temp + r"/(?:tmp|pytest-of-)[\w.-]*"), "<tmp>"))
+    return rules
+
+
+def hide_machine_paths(cell: dict) -> dict:
+    """Replace this machine's paths in a code cell's outputs by names that read the same on
+    every machine: ``<course>`` for the checkout, ``<venv>``, ``<tmp>`` for a temporary folder
+    (an error message that names a file keeps the file's name). The book does not show, and its
+    execution cache does not store, where it was built."""
+    outputs = cell.get("outputs")
+    if not outputs:
+        return cell
+    rules = _machine_path_rules()
+
+    def clean(value):
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, str):
+            for pattern, name in rules:
+                value = pattern.sub(name, value)
+        return value
+
+    kept = []
+    for out in outputs:
+        out = dict(out)
+        if "text" in out:
+            out["text"] = clean(out["text"])
+        if "data" in out:
+            out["data"] = {k: clean(v) if k.startswith("text/") else v
+                           for k, v in out["data"].items()}
+        if "traceback" in out:
+            out["traceback"] = clean(out["traceback"])
+        if "evalue" in out:
+            out["evalue"] = clean(out["evalue"])
+        kept.append(out)
+    return {**cell, "outputs": kept}
+
+
 def render_notebook(nb: dict) -> dict:
     """Return a copy of notebook `nb` (as a JSON dict) ready for the book: nbdev directives
-    mapped to tags, no ipywidgets state or views."""
+    mapped to tags, no ipywidgets state or views, no path of the machine that executed it."""
     nb = dict(nb)
-    nb["cells"] = [drop_widgets(render_cell(c)) for c in nb["cells"]]
+    nb["cells"] = [hide_machine_paths(drop_widgets(render_cell(c))) for c in nb["cells"]]
     if "widgets" in nb.get("metadata", {}):
         nb["metadata"] = {k: v for k, v in nb["metadata"].items() if k != "widgets"}
     return nb

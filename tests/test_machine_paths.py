@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from course_build import machine_paths, this_machine_roots  # noqa: E402
+from course_build import hide_machine_paths, machine_paths, this_machine_roots  # noqa: E402
 
 
 def _tracked() -> list[Path]:
@@ -50,3 +50,18 @@ def test_no_tracked_file_names_this_checkout_venv_or_home():
         if hits:
             bad[str(path.relative_to(ROOT))] = hits
     assert not bad, bad
+
+
+def test_executed_outputs_lose_this_machines_paths(tmp_path):
+    import sys
+
+    text = (f"saved {tmp_path}/ckpt.pt from {ROOT}/nbs with {sys.prefix}/bin/python "
+            "and train/run.py")
+    cell = {"cell_type": "code", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": text},
+        {"output_type": "error", "ename": "ValueError", "evalue": text, "traceback": [text]},
+        {"output_type": "execute_result", "data": {"text/plain": [text]}}]}
+    shown = hide_machine_paths(cell)
+    assert machine_paths(str(cell), this_machine_roots(ROOT))  # the scan sees the raw output
+    assert not machine_paths(str(shown), this_machine_roots(ROOT)), shown
+    assert "ckpt.pt" in str(shown) and "train/run.py" in str(shown)  # file names survive
