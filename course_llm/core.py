@@ -257,7 +257,7 @@ def seed_offset() -> int:
         )
     return int(raw)
 
-
+# %% ../nbs/90_core.ipynb #86ea1951
 def set_seed(seed: int = 0) -> None:
     """Seed Python's, NumPy's and torch's generators with ``seed + seed_offset()``.
 
@@ -275,7 +275,7 @@ def set_seed(seed: int = 0) -> None:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
-
+# %% ../nbs/90_core.ipynb #86ea1952
 def generator(seed: int = 0, device=None) -> torch.Generator:
     """A `torch.Generator` seeded with ``seed + seed_offset()``, on `device` (default CPU).
 
@@ -291,7 +291,7 @@ def generator(seed: int = 0, device=None) -> torch.Generator:
     g = torch.Generator() if device is None else torch.Generator(device=device)
     return g.manual_seed(seed)
 
-
+# %% ../nbs/90_core.ipynb #86ea1953
 def rng(seed: int = 0) -> random.Random:
     """A `random.Random` seeded with ``seed + seed_offset()``: Python-level draws.
 

@@ -24,6 +24,9 @@ from pathlib import Path
 # at start:
 # the functions below import it only when they run, in the grader.
 
+# what the worker must see of the interpreter has its own page (16_mounts)
+from .mounts import interpreter_binds
+
 # the worker's process cleanup (subreaper, pids cgroup) has its own page (14_processes);
 # re-exported here
 from course_llm.grading.processes import (
@@ -219,8 +222,7 @@ def package_view(forbidden: tuple) -> Path:
 
 # %% ../../nbs/grading/04_isolation.ipynb #d944bf58
 _MODES = ("auto", "bwrap", "rlimits")
-_PROBE: dict = {}
-_NOTICE = threading.Event()
+_PROBE: dict = {}  # {path of bwrap: whether it works}
 
 
 def _bwrap_base() -> list:
@@ -254,6 +256,8 @@ def sandbox_mode(requested: str = "auto") -> str:
     """``"bwrap"`` or ``"rlimits"``: what `requested` (or ``$COURSE_LLM_SANDBOX``) asks for and the
     machine allows.
 
+    Silent: `course_llm.grading.preflight` warns about the fallback, once per grading run.
+
     Raises:
         GradingError: ``"bwrap"`` was asked for and bubblewrap is missing or does not work.
 
@@ -270,38 +274,29 @@ def sandbox_mode(requested: str = "auto") -> str:
         check_choice("COURSE_LLM_SANDBOX", requested, _MODES)
     if requested == "rlimits":
         return "rlimits"
-    if "ok" not in _PROBE:
+    found = shutil.which("bwrap") if sys.platform.startswith("linux") else None
+    if found is not None and found not in _PROBE:
         works = False
-        if sys.platform.startswith("linux") and shutil.which("bwrap"):
-            try:
-                works = (
-                    subprocess.run(
-                        _bwrap_base() + _user_args() + ["true"],
-                        capture_output=True,
-                        timeout=30,
-                    ).returncode
-                    == 0
-                )
-            except (OSError, subprocess.SubprocessError):
-                works = False
-        _PROBE["ok"] = works
-    if _PROBE["ok"]:
+        try:
+            works = (
+                subprocess.run(
+                    _bwrap_base() + _user_args() + ["true"],
+                    capture_output=True,
+                    timeout=30,
+                ).returncode
+                == 0
+            )
+        except (OSError, subprocess.SubprocessError):
+            works = False
+        _PROBE[found] = works
+    if found is not None and _PROBE[found]:
         return "bwrap"
     if requested == "bwrap":
         raise GradingError(
             "--sandbox bwrap: bubblewrap is missing or does not work here "
             "(install Debian's bubblewrap, or use --sandbox rlimits)"
         )
-    if not _NOTICE.is_set():
-        _NOTICE.set()
-        print(
-            "course-llm: bubblewrap (bwrap) not found: workers run with resource "
-            "limits and a "
-            "subreaper only, without a private view of the machine (see "
-            "exercises/README.md)",
-            file=sys.stderr,
-        )
-    return "rlimits"
+    return "rlimits"  # preflight says so, on every grading run
 
 # %% ../../nbs/grading/04_isolation.ipynb #5d325b0e
 def _repository_hideouts(package: Path) -> list:
@@ -328,6 +323,10 @@ def worker_command(
             the copy of the submission (and becomes the working directory).
         view: the stripped package copy (`package_view`).
         python_code: what ``python -I -B -c`` runs after putting the package first on `sys.path`.
+
+    With bubblewrap, the interpreter, its venv and its import path are bound read-only at their
+    real paths after the fresh ``/tmp``, ``/dev`` and ``/proc`` (`interpreter_binds`), then the
+    package copy over the package, then the repository's hidden folders.
     """
     package = _package_dir()
     if mode == "bwrap":
@@ -335,14 +334,10 @@ def worker_command(
         args = (
             _bwrap_base()
             + _user_args()
-            + [
-                "--bind",
-                str(workdir),
-                "/tmp",
-                "--ro-bind",
-                str(view / "course_llm"),
-                str(package),
-            ]
+            + ["--bind", str(workdir), "/tmp"]
+            # after the fresh /tmp, /dev, /proc that would hide them; before the package copy
+            + interpreter_binds(sys.executable)
+            + ["--ro-bind", str(view / "course_llm"), str(package)]
             + _repository_hideouts(package)
         )
         args += [

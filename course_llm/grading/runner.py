@@ -21,7 +21,8 @@ from course_llm.grading.core import (
     get_exercise,
     run_checks,
 )
-from .isolation import Limits, sandbox_mode
+from .isolation import Limits
+from .preflight import preflight
 from .sandbox import printable
 
 # the worker protocol has its own page (09_worker); re-exported here
@@ -221,17 +222,20 @@ def grade_path(
         jobs: submissions graded at the same time (folder mode).
         **options: passed to `grade_file` (seed, timeout, total_timeout, max_output, limits, sandbox).
 
+    Before any submission is read, `preflight` warns (on standard error) when the sandbox falls
+    back to resource limits, and proves that the sandbox can start the worker's interpreter.
+
     Raises:
-        GradingError: the path does not exist, or (single file) cannot be graded.
+        GradingError: the path does not exist, the sandbox cannot start the interpreter, or
+            (single file) the file cannot be graded.
     """
     path = Path(path)
     if exercise is not None:
         get_exercise(exercise)
     if not path.exists():
         raise GradingError(f"{path}: no such file or folder")
-    sandbox_mode(
-        options.get("sandbox", "auto")
-    )  # fail early, and print the fallback notice once
+    # fail early: warn about a fallback sandbox, and stop if it cannot start the interpreter
+    preflight(options.get("sandbox", "auto"), options.get("limits"))
     if path.is_file():
         return [grade_file(path, exercise, **options)]
     files = find_submissions(path)
