@@ -12,6 +12,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .checkpoints import latest_checkpoint, load_weights, save_weights
+from .core import set_seed
 from .distributed import setup_distributed
 from .optim import cosine_schedule, param_groups
 from course_llm.trainer import (
@@ -220,7 +221,7 @@ def main(argv=None) -> dict:
             val_ids = _ids_from_file(args.val_ids) if args.val_ids else None
         else:
             p.error("give --corpus or --train-ids")
-        torch.manual_seed(config.seed)  # the same initial weights everywhere
+        set_seed(config.seed)  # the same initial weights everywhere (+ COURSE_LLM_SEED)
         model = build_model(args.model, kwargs, model_config, args.config_class)
         trainer = Trainer(model, train_ids, val_ids, config, device=device)
         if args.resume and latest_checkpoint(args.out) is not None:
@@ -243,5 +244,6 @@ def main(argv=None) -> dict:
             dist.destroy_process_group()
 
 # %% ../nbs/07e_command_line.ipynb #7d015e23
+# not run in the book: the entry point of `python -m course_llm.train`
 if __name__ == "__main__":
     main()

@@ -35,7 +35,7 @@ class TrainConfig:
         grad_clip: clip the global gradient norm to this (0 = no clipping).
         eval_interval: evaluate (and checkpoint, if `out_dir`) every this many steps.
         eval_tokens: at most this many validation tokens per evaluation (None = all).
-        seed: seed of the batch sampler.
+        seed: seed of the batch sampler (`Trainer` adds ``COURSE_LLM_SEED``).
         out_dir: checkpoint folder (None = no checkpoints).
         keep_checkpoints: how many recent checkpoints to keep.
         progress: tqdm bar (None = only when stderr is a terminal).

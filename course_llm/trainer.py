@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from .checkpoints import read_checkpoint, write_checkpoint
-from .core import check_positive_int
+from .core import check_positive_int, generator
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
 from .optim import adamw, param_groups
@@ -79,7 +79,9 @@ class Trainer:
     next-token cross-entropy. Inside ``torchrun`` (an initialised process group) the model is
     wrapped in ``DistributedDataParallel``; every process draws the same global batch from the
     same generator and trains on its own slice, so the result equals one process with
-    ``world_size`` times the batch.
+    ``world_size`` times the batch. The batch sampler is seeded with ``config.seed`` plus the
+    course-wide offset ``COURSE_LLM_SEED`` (:func:`course_llm.core.generator`); the initial
+    weights and dropout draw from torch's global generator, which the caller seeds.
 
     Example:
         >>> class Bigram(nn.Module):
@@ -136,7 +138,7 @@ class Trainer:
             betas=config.betas,
             eps=config.eps,
         )
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.generator = generator(config.seed)  # + COURSE_LLM_SEED
         self.amp_dtype = autocast_dtype(self.device) if config.mixed_precision else None
         self.step = 0
         self.history = {

@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from course_llm.core import set_seed
 from course_llm.gpt import GPT, GPTConfig
 from course_llm.optim import adamw
 from course_llm.train import (NonFiniteLossError, TrainConfig, Trainer, build_model, cosine_schedule,
@@ -157,6 +158,21 @@ def test_resume_gives_identical_weights(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("step_*")) == ["step_000010", "step_000020"]
 
 
+def test_course_seed_moves_the_batch_sampler_and_resume_stays_exact(tmp_path, monkeypatch):
+    draw = lambda g: torch.randint(1000, (8,), generator=g)
+    monkeypatch.delenv("COURSE_LLM_SEED", raising=False)
+    assert torch.equal(draw(Trainer(_model(), _ids(), None, _config()).generator),
+                       draw(torch.Generator().manual_seed(3)))             # config.seed
+    monkeypatch.setenv("COURSE_LLM_SEED", "2")
+    assert torch.equal(draw(Trainer(_model(), _ids(), None, _config()).generator),
+                       draw(torch.Generator().manual_seed(3 + 2)))         # + the offset
+    straight = _train(_config())                                           # under the offset
+    _train(_config(out_dir=str(tmp_path)), steps=10)
+    resumed = _train(_config(out_dir=str(tmp_path)), seed=123, resume=tmp_path)
+    for (n, a), b in zip(straight.raw_model.state_dict().items(), resumed.raw_model.state_dict().values()):
+        assert torch.equal(a, b), n
+
+
 def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
     # a checkpoint written with the default (loop) AdamW, as on a machine without the fused kernel:
     # the saved groups say fused=None, and resuming must still step with this machine's kernel
@@ -237,8 +253,9 @@ def test_ddp_two_processes_equal_one_process(tmp_path):
            "--val-ids", str(tmp_path / "val.pt"), "--out", str(tmp_path / "ddp")]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
-    # one process with the same global batch: twice the windows per micro-step
-    torch.manual_seed(3)
+    # one process with the same global batch: twice the windows per micro-step; set_seed, as
+    # the command does, so that the two agree under any COURSE_LLM_SEED
+    set_seed(3)
     single = Trainer(TinyLM(**model_kwargs), train_ids, val_ids, TrainConfig(**{**per_process, "batch_size": 4}))
     history = single.fit()
     torch.manual_seed(0)
