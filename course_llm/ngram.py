@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from .core import check_float, check_int
+from .core import check_float, check_int, rng
 
 BOS = "<BOS>"
 EOS = "<EOS>"
@@ -235,14 +235,17 @@ class NGramLM:
         return num / den if den > 0 else 1 / V
 
     def sample(self, max_len: int = 200, seed=None) -> list:
-        """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens)."""
+        """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens).
+
+        A given `seed` draws through :func:`course_llm.core.rng`, so ``COURSE_LLM_SEED``
+        moves it; ``None`` draws fresh randomness."""
         max_len = check_int("max_len", max_len, min=1)
         self._check([], "context")
-        rng = random.Random(seed)
+        draw = random.Random() if seed is None else rng(check_int("seed", seed, min=0))
         out = []
         while len(out) < max_len:
             probs = self.next_token_probs(out[max(0, len(out) - self.n + 1) :])
-            tok = rng.choices(list(probs), weights=list(probs.values()))[0]
+            tok = draw.choices(list(probs), weights=list(probs.values()))[0]
             if tok == EOS:
                 break
             out.append(tok)
