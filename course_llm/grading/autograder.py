@@ -87,9 +87,12 @@ mkdir -p "$ROOT/results"
 "$PYTHON" -c 'from course_llm.grading.cli import main; raise SystemExit(main())' grade "$ROOT/submission" \\
   {options} --quiet --gradescope "$ROOT/results/results.json"
 status=$?
-if [ ! -s "$ROOT/results/results.json" ]; then
-  echo '{{"score": 0, "output": "The grader could not read this submission (no notebook or .py file of the exercise?)."}}' \\
-    > "$ROOT/results/results.json"
+if [ "$status" -ne 0 ] || [ ! -s "$ROOT/results/results.json" ]; then
+  # the grader's fault, not the student's: no score; Gradescope shows the failure to staff
+  rm -f "$ROOT/results/results.json"
+  echo "course-llm autograder: grading failed (exit status $status; the cause is above);" \\
+    "no score was given. This is a fault of the autograder, not of the submission." >&2
+  exit 1
 fi
 exit 0
 """

@@ -28,7 +28,7 @@ from course_llm.grading.formats import (
     summary_table,
 )
 from .isolation import Limits
-from .runner import grade_path
+from .runner import find_submissions, grade_path
 from .autograder import build_autograder
 
 # %% auto #0
@@ -336,19 +336,24 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.require:
             get_exercise(name)
         limits = Limits(memory_mb=args.memory, file_mb=args.max_file)
-        reports = grade_path(
-            args.path,
-            args.exercise,
-            jobs=args.jobs,
-            seed=args.seed,
-            timeout=args.timeout,
-            total_timeout=args.total_timeout,
-            max_output=args.max_output,
-            limits=limits,
-            sandbox=args.sandbox,
-        )
-        reports += _missing(reports, args.require)
         folder = Path(args.path).is_dir()
+        if folder and args.require and not find_submissions(args.path):
+            # nothing handed in: every required exercise is missing (a zero with a
+            # note), which is the student's grade, not an error of the grader
+            reports = []
+        else:
+            reports = grade_path(
+                args.path,
+                args.exercise,
+                jobs=args.jobs,
+                seed=args.seed,
+                timeout=args.timeout,
+                total_timeout=args.total_timeout,
+                max_output=args.max_output,
+                limits=limits,
+                sandbox=args.sandbox,
+            )
+        reports += _missing(reports, args.require)
         if not (folder and args.quiet):
             print("\n\n".join(r.table() for r in reports if r.results or not folder))
         if folder:

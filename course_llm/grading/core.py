@@ -58,9 +58,9 @@ _all_ = [
 ]
 
 # %% auto #0
-__all__ = ['Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed', 'expect',
-           'expect_close', 'expect_tensor_close', 'torch_generator', 'VISIBILITIES', 'GradingError', 'StudentError',
-           'Check', 'Exercise', 'register', 'exercises', 'get_exercise']
+__all__ = ['MAX_NOTES', 'Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed',
+           'expect', 'expect_close', 'expect_tensor_close', 'torch_generator', 'VISIBILITIES', 'GradingError',
+           'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise']
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
 class Student:
@@ -82,6 +82,9 @@ class Student:
         return call
 
 # %% ../../nbs/grading/00_core.ipynb #435c52be
+MAX_NOTES = 20  # notes kept per report; further ones are counted
+
+
 def run_checks(
     exercise: Exercise,
     backend: Any,
@@ -169,6 +172,9 @@ def run_checks(
             )
         )
     notes = list(getattr(backend, "notes", []))
+    # each note is cut where it is shown (`printable`), and their number here
+    if len(notes) > MAX_NOTES:
+        notes[MAX_NOTES:] = [f"... and {len(notes) - MAX_NOTES} more notes"]
     return Report(
         exercise.name, submission, results, seed, notes, time.monotonic() - start
     )

@@ -62,9 +62,35 @@ def reports_to_json(reports: list[Report], folder: bool) -> dict:
         "summary": {"submissions": len(reports), "by_exercise": by_exercise},
     }
 
+# %% ../../nbs/grading/05_formats.ipynb #3cbc3dea
+def _counted(reports: list[Report], notes: list) -> list[Report]:
+    """Each exercise once: its best submission (the first among equals); a note in `notes`
+    names the others, which Gradescope must not add up."""
+    by_exercise: dict[str, list] = {}
+    for r in reports:
+        by_exercise.setdefault(r.exercise if r.results else id(r), []).append(r)
+    counted = []
+    for group in by_exercise.values():
+        best = max(group, key=lambda r: r.score)  # max keeps the first of equals
+        counted.append(best)
+        others = [r for r in group if r is not best]
+        if others:
+            notes.append(
+                f"{printable(best.exercise)}: counted {printable(best.submission)} "
+                f"({best.score}/{best.max_score}); not counted: "
+                + ", ".join(
+                    f"{printable(r.submission)} ({r.score}/{r.max_score})"
+                    for r in others
+                )
+            )
+    return counted
+
 # %% ../../nbs/grading/05_formats.ipynb #44bc885c
 def gradescope_results(reports: list[Report]) -> dict:
     """Gradescope's ``results.json`` for the submissions in `reports` (usually one student's).
+
+    Gradescope adds up every test, so an exercise handed in twice counts once: its best
+    submission, with a note naming the others.
 
     Example:
         >>> from course_llm.grading.core import CheckResult
@@ -73,7 +99,7 @@ def gradescope_results(reports: list[Report]) -> dict:
         'wrong\\nhint: look at n'
     """
     tests, notes = [], []
-    for r in reports:
+    for r in _counted(reports, notes):
         exercise = printable(r.exercise)
         for c in r.results:
             output = (
@@ -102,7 +128,7 @@ def gradescope_results(reports: list[Report]) -> dict:
             for n in r.notes
         ]
     return {
-        "score": sum(r.score for r in reports),
+        "score": sum(t["score"] for t in tests),
         "tests": tests,
         "output": "\n".join(notes),
         "visibility": "visible",
@@ -126,7 +152,9 @@ def student_id(submission: str, root: str) -> str:
 # %% ../../nbs/grading/05_formats.ipynb #5cb6a02b
 def _cell(value) -> str:
     text = printable(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    # a spreadsheet reads a formula after leading blanks, tabs or carriage returns too
+    first = str(value).lstrip(" \t\r\n")[:1] or text[:1]
+    return "'" + text if first in ("=", "+", "-", "@") or text[:1] == "\t" else text
 
 # %% ../../nbs/grading/05_formats.ipynb #cdf0989a
 def gradebook_csv(reports: list[Report], root: str) -> str:
@@ -150,7 +178,7 @@ def gradebook_csv(reports: list[Report], root: str) -> str:
         row[key] = max(row.get(key, 0), r.score)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["student"] + names + ["total"])
+    writer.writerow(["student"] + [_cell(n) for n in names] + ["total"])
     for student in sorted(rows, key=_cell):
         row = rows[student]
         writer.writerow(

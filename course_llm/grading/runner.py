@@ -31,11 +31,14 @@ from .worker import WorkerBackend, short_error, worker_main
 _all_ = ["worker_main", "WorkerBackend", "short_error"]
 
 # %% auto #0
-__all__ = ['read_submission', 'exercise_for', 'grade_file', 'find_submissions', 'grade_path', 'worker_main', 'WorkerBackend',
-           'short_error']
+__all__ = ['read_submission', 'skipped_cells', 'exercise_for', 'siblings', 'grade_file', 'find_submissions', 'grade_path',
+           'worker_main', 'WorkerBackend', 'short_error']
 
 # %% ../../nbs/grading/02_runner.ipynb #2118bc25
 _MAGIC = re.compile(r"^(\s*)(?=[%!])")
+_CELL_MAGIC = re.compile(r"\s*%%(\w+)[^\n]*(?:\n|$)")
+_RUN_BODY = ("time", "timeit", "capture")
+_SKIPPED = "# skipped by the grader: a %%"
 _EXERCISE_LINE = re.compile(r"#\s*course-llm exercise:\s*(\S+)")
 
 
@@ -54,6 +57,9 @@ def read_submission(path: str) -> list[tuple[str, str]]:
         >>> _ = p.write_text("x = 1\\n# %%\\n%time y = 2\\n")
         >>> [src for _, src in read_submission(p)]
         ['x = 1\\n', 'pass  # skipped by the grader: %time y = 2\\n']
+        >>> _ = p.write_text("# %%\\n%%time\\nz = 3\\n# %%\\n%%bash\\nls\\n")
+        >>> [src for _, src in read_submission(p)][1:]
+        ['z = 3\\n', '# skipped by the grader: a %%bash cell\\n']
     """
     path = Path(path)
     if not path.is_file():
@@ -105,10 +111,15 @@ def read_submission(path: str) -> list[tuple[str, str]]:
         )
     kept = []
     for label, source in cells:
-        if source.lstrip().startswith("%%") or re.search(
-            r"(?m)^#\|\s*eval:\s*false", source
-        ):
+        if re.search(r"(?m)^#\|\s*eval:\s*false", source):
             continue
+        # %%time, %%timeit and %%capture: their code runs once; any other cell magic
+        # (%%bash, %%writefile, ...) is not run, and `skipped_cells` names the cell
+        while found := _CELL_MAGIC.match(source):
+            if found.group(1) not in _RUN_BODY:
+                source = f"{_SKIPPED}{found.group(1)} cell\n"
+                break
+            source = source[found.end() :]
         source = "".join(
             _MAGIC.sub(r"\1pass  # skipped by the grader: ", line, count=1)
             if _MAGIC.match(line)
@@ -117,6 +128,25 @@ def read_submission(path: str) -> list[tuple[str, str]]:
         )
         kept.append((label, source))
     return kept
+
+# %% ../../nbs/grading/02_runner.ipynb #207df4d0
+def skipped_cells(cells: list[tuple[str, str]]) -> list[str]:
+    """A note for each cell of `cells` (`read_submission`) that the grader does not run
+    because of its cell magic.
+
+    Example:
+        >>> skipped_cells([("a.ipynb, cell 2", "# skipped by the grader: a %%bash cell\\n")])
+        ['a.ipynb, cell 2 was not run: the grader does not run %%bash cells (it runs the code of %%time, %%timeit and %%capture cells once)']
+    """
+    notes = []
+    for label, source in cells:
+        if source.startswith(_SKIPPED):
+            magic = source[len(_SKIPPED) :].split()[0]
+            notes.append(
+                f"{label} was not run: the grader does not run %%{magic} cells (it "
+                "runs the code of %%time, %%timeit and %%capture cells once)"
+            )
+    return notes
 
 # %% ../../nbs/grading/02_runner.ipynb #792260fe
 def exercise_for(
@@ -141,6 +171,32 @@ def exercise_for(
             "(course-llm list shows the names)"
         )
     return get_exercise(max(matches, key=len))
+
+# %% ../../nbs/grading/02_runner.ipynb #ee47e24a
+def siblings(path: Path, max_files: int = 50, max_bytes: int = 1_000_000) -> dict:
+    """The ``.py`` files beside `path` (``{name: bytes}``), which the worker copies into the
+    submission's private folder so that it can ``import helpers``; at most `max_files` files
+    of at most `max_bytes` each.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "helpers.py").write_text("K = 2\\n"); _ = (d / "a.ipynb").write_text("{}")
+        >>> siblings(d / "a.ipynb")
+        {'helpers.py': b'K = 2\\n'}
+    """
+    path = Path(path)
+    found = {}
+    for other in sorted(path.parent.glob("*.py"))[: max_files + 1]:
+        if (
+            other.name != path.name
+            and other.is_file()
+            and not other.is_symlink()
+            and other.stat().st_size <= max_bytes
+            and len(found) < max_files
+        ):
+            found[other.name] = other.read_bytes()
+    return found
 
 # %% ../../nbs/grading/02_runner.ipynb #92a4b461
 def grade_file(
@@ -180,14 +236,18 @@ def grade_file(
         module_name=module_name,
         load_timeout=total_timeout,
         max_output=max_output,
-        files={path.name: path.read_bytes()},
+        files={**siblings(path), path.name: path.read_bytes()},
         limits=limits,
         sandbox=sandbox,
     )
     try:
-        return run_checks(ex, backend, label or str(path), seed, timeout, total_timeout)
+        report = run_checks(
+            ex, backend, label or str(path), seed, timeout, total_timeout
+        )
     finally:
         backend.close()
+    report.notes[:0] = skipped_cells(cells)
+    return report
 
 # %% ../../nbs/grading/02_runner.ipynb #68364ceb
 def find_submissions(folder: str) -> list:
@@ -246,6 +306,9 @@ def grade_path(
     for i, file in enumerate(files):
         (stage / str(i)).mkdir()
         try:
+            # the .py files beside it too, for `import helpers` (`siblings`)
+            for name, data in siblings(file).items():
+                (stage / str(i) / name).write_bytes(data)
             shutil.copyfile(file, stage / str(i) / file.name)
         except OSError:
             pass
@@ -257,9 +320,9 @@ def grade_path(
             return grade_file(copy, exercise, label=str(file), **options)
         # noqa: BLE001 - one bad file is one row, never the whole run
         except Exception as error:
-            return Report(
-                "?", str(file), [], 0, [f"could not grade: {printable(error)}"]
-            )
+            # the student's file, not its copy in the staging folder
+            why = str(error).replace(str(copy), str(file))
+            return Report("?", str(file), [], 0, [f"could not grade: {printable(why)}"])
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -36,8 +36,8 @@ from course_llm.grading.guards import (
 _all_ += ["BoundedOutput", "OutputLimit", "TimeLimit", "forbid", "watch_seeding"]
 
 # %% auto #0
-__all__ = ['short', 'printable', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain', 'decode_result',
-           'BoundedOutput', 'OutputLimit', 'TimeLimit', 'forbid', 'watch_seeding']
+__all__ = ['MESSAGE_LIMIT', 'short', 'printable', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain',
+           'decode_result', 'BoundedOutput', 'OutputLimit', 'TimeLimit', 'forbid', 'watch_seeding']
 
 # %% ../../nbs/grading/01_sandbox.ipynb #bdffda3f
 def short(obj: Any, limit: int = 160) -> str:
@@ -51,25 +51,55 @@ def short(obj: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# control characters, and the invisible ones that reorder or hide text (right-to-left
+# overrides and isolates, zero-width spaces and joiners, the byte-order mark): shown as
+# escapes, so that "alice" and "alice\u200b" cannot both read "alice"
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    r"\ufff0-\ufffb\u2028\u2029]"
+)
+MESSAGE_LIMIT = 2000
 
 # %% ../../nbs/grading/01_sandbox.ipynb #f15289a4
-def printable(text: Any, keep_newlines: bool = False) -> str:
-    """`text` with control characters (ANSI escapes, carriage returns, ...) shown as escapes.
+def printable(
+    text: Any, keep_newlines: bool = False, limit: int | None = MESSAGE_LIMIT
+) -> str:
+    """`text` with control and invisible characters (ANSI escapes, carriage returns,
+    right-to-left overrides, zero-width spaces, ...) shown as escapes, cut to `limit`
+    characters.
 
     Names and messages that came from a submission pass through this before they reach a
-    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen or start a
-    fake row. Tabs are kept, newlines only with `keep_newlines`.
+    terminal, a CSV or a JSON file, so they cannot move the cursor, colour the screen, start a
+    fake row, pass for another name or flood the file. Tabs are kept, newlines only with
+    `keep_newlines`; a longer text ends with ``... [cut N characters]`` (None: no limit).
 
     Example:
         >>> printable("ok\\x1b[2J\\nfake row")
         'ok\\\\x1b[2J\\\\nfake row'
+        >>> printable("alice\\u202e"), printable("x" * 30, limit=10)
+        ('alice\\\\u202e', 'xxxxxxxxxx... [cut 20 characters]')
     """
     text = str(text)
     pattern = _CONTROL if keep_newlines else re.compile(_CONTROL.pattern[:-1] + "\n]")
-    return pattern.sub(
-        lambda m: m.group().encode("unicode_escape").decode("ascii"), text
-    )
+
+    def escape(part: str) -> str:
+        return pattern.sub(
+            lambda m: m.group().encode("unicode_escape").decode("ascii"), part
+        )
+
+    if limit is None or len(text) <= limit:
+        out = escape(text)
+        if limit is None or len(out) <= limit:
+            return out
+    pieces, size = [], 0
+    for char in text[:limit]:
+        piece = escape(char)
+        if size + len(piece) > limit:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return "".join(pieces) + f"... [cut {len(text) - len(pieces)} characters]"
 
 # %% ../../nbs/grading/01_sandbox.ipynb #b56a4abe
 def same(a: Any, b: Any, _depth: int = 0) -> bool:

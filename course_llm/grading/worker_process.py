@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import os
 import pickle
 import sys
 from multiprocessing.connection import Connection
@@ -89,6 +90,9 @@ def worker_main() -> None:
     conn_in = Connection(int(sys.argv[1]), writable=False)
     conn_out = Connection(int(sys.argv[2]), readable=False)
     setup = pickle.loads(conn_in.recv_bytes())
+    # the private folder holds the submission and the .py files handed in beside it
+    # (``import helpers``); last on the path, so that no file there shadows a real module
+    sys.path.append(os.getcwd())
     with forbid(setup["forbidden"]):
         namespace, reply = load_submission(setup)
         conn_out.send_bytes(reply)
