@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .core import check_float, check_int, check_positive_int
+from .core import check_float, check_int, check_positive_int, generator
 from .eval_tasks import SENTIMENT_TEMPLATES, task, tasks  # re-exported here
 from .generate import generate
 
@@ -337,7 +337,8 @@ def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
     """Mean of per-item `scores` with a percentile bootstrap confidence interval.
 
     Resample the items with replacement `n_boot` times, take each resample's mean, and report
-    the ``alpha/2`` and ``1 - alpha/2`` quantiles of those means (Efron 1979).
+    the ``alpha/2`` and ``1 - alpha/2`` quantiles of those means (Efron 1979). The resamples
+    are drawn from `course_llm.core.generator(seed)`, so ``COURSE_LLM_SEED`` moves them too.
 
     Returns:
         ``(mean, low, high)`` floats.
@@ -355,7 +356,7 @@ def bootstrap_ci(scores, n_boot=1000, alpha=0.05, seed=0):
         raise ValueError(
             "`scores` must be a non-empty 1-D list of finite numbers (one per item)"
         )
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     means = x[torch.randint(len(x), (n_boot, len(x)), generator=g)].mean(1)  # (n_boot,)
     q = torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64)
     low, high = torch.quantile(means, q)
