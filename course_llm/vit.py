@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .core import generator
 from .layers import TransformerBlock, TransformerConfig
 
 # %% ../nbs/09c_vit.ipynb #0e161f9b
@@ -231,6 +232,10 @@ def train_classifier(
 ):
     """Train `model` (images -> logits) with AdamW and cross-entropy; return the per-epoch mean loss.
 
+    Each epoch visits the images in an order drawn from
+    `course_llm.core.generator(seed)`, so ``COURSE_LLM_SEED`` moves it along with the
+    chapter's other seeds.
+
     Example:
         >>> torch.manual_seed(0) and None
         >>> model = ViT(ViTConfig(patch_size=4, d_model=16, n_head=2, n_layer=1))
@@ -249,7 +254,7 @@ def train_classifier(
             f"`epochs` and `batch_size` must be positive, got {epochs}, {batch_size}"
         )
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)  # COURSE_LLM_SEED moves the batch order too
     model.train()
     history = []
     for _ in range(epochs):
