@@ -191,3 +191,16 @@ def test_headings_never_skip_a_level():
                         skips.append(f"{name}: {line[:60]}")
                     level = len(m.group(1))
     assert not skips, f"headings that skip a level: {skips}"
+
+
+def test_no_notebook_source_holds_a_control_character():
+    """A control character in a cell's source is almost always a lost backslash: a JSON
+    ``"\\to"`` written by a script becomes a tab followed by ``o``, and ``$\\epsilon \\to 0$``
+    no longer typesets. Newlines are the only control character a notebook source holds."""
+    control = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+    found = []
+    for path in sorted((ROOT / "nbs").rglob("*.ipynb")) + sorted((ROOT / "exercises").rglob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for m in control.finditer(cell_source(cell)):
+                found.append(f"{path.relative_to(ROOT)} cell {i}: {cell_source(cell)[max(0, m.start() - 20):m.end() + 10]!r}")
+    assert not found, f"control characters in notebook sources: {found[:5]}"
