@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 
 from .core import GradingError
+from .worker import worker_env
 from course_llm.grading.isolation import (
-    MARKER,
     Limits,
     limit_resources,
     sandbox_mode,
@@ -57,14 +57,6 @@ def fallback_warning() -> str:
         "from using the network, or from signalling the grader or writing to its terminal "
         "through /proc. Install bubblewrap before grading untrusted code (see "
         "exercises/README.md)."
-    )
-
-# %% ../../nbs/grading/17_preflight.ipynb #db4edb08
-def _probe_env(home: Path) -> dict:
-    keep = ("PATH", "LANG", "LC_ALL", "TZ")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    return dict(
-        env, COURSE_LLM_GRADING="1", HOME=str(home), TMPDIR=str(home), **{MARKER: "1"}
     )
 
 # %% ../../nbs/grading/17_preflight.ipynb #61add24f
@@ -108,7 +100,7 @@ def probe_sandbox(mode: str, limits: Limits | None = None) -> None:
                 text=True,
                 timeout=120,
                 cwd=home / "submission",
-                env=_probe_env(home),
+                env=worker_env(str(home)),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 preexec_fn=lambda: limit_resources(limits),

@@ -39,7 +39,7 @@ from .worker_process import load_submission, serve_call, worker_main
 _all_ = ["load_submission", "serve_call", "worker_main"]
 
 # %% auto #0
-__all__ = ['WorkerBackend', 'short_error', 'load_submission', 'serve_call', 'worker_main']
+__all__ = ['worker_env', 'WorkerBackend', 'short_error', 'load_submission', 'serve_call', 'worker_main']
 
 # %% ../../nbs/grading/09_worker.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20
@@ -49,7 +49,15 @@ _LIVE_LOCK = threading.Lock()
 _SUBREAPER: list = []
 
 
-def _worker_env(home: str) -> dict:
+def worker_env(home: str) -> dict:
+    """The environment of a sandboxed worker (and of the pre-grading probe, which must start
+    exactly as a worker does): a few harmless variables of the grader's, the private `home`
+    as ``HOME`` and ``TMPDIR``, and the markers that say grading is under way.
+
+    Example:
+        >>> worker_env("/tmp/w")["HOME"]
+        '/tmp/w'
+    """
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     return dict(
@@ -138,7 +146,7 @@ class WorkerBackend:
                     stdout=subprocess.DEVNULL,
                     stderr=self.stderr,
                     cwd=self.workdir / "submission",
-                    env=_worker_env(str(self.workdir)),
+                    env=worker_env(str(self.workdir)),
                     start_new_session=True,
                     preexec_fn=before_exec,
                 )
