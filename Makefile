@@ -9,7 +9,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
 export PYTHONHASHSEED := 0
 
-.PHONY: install browser-deps book test test-seeds sync-check export clean-nbs clean lab format
+.PHONY: install browser-deps book test test-seeds sync-check export clean-nbs clean lab format cpu-times
 NB_TESTS := nbs $(wildcard exercises/solutions)
 
 install: $(STAMP)
@@ -49,9 +49,16 @@ book: install
 # slowest tests and notebook cells at the end of every run, to keep the budget in view.
 test: install browser-deps sync-check
 	$(BIN)/course-llm make-student --check
-	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider --durations=30
+	OMP_NUM_THREADS=1 $(BIN)/pytest -n 2 --dist loadfile tests $(NB_TESTS) --nbval-lax --nbval-cell-timeout=900 -p no:cacheprovider --durations=30 \
+	  --junitxml=.cache/test-report.xml
 	$(MAKE) book
 	$(BIN)/pytest tests/book_static_check.py tests/browser_check.py -p no:cacheprovider
+
+# The CPU time of every chapter, as the last `make test` measured it (its JUnit report), into
+# nbs/cpu_times.json, which the front page and the syllabus show. Run it after `make test` on a
+# course machine and commit the file.
+cpu-times:
+	$(PY) _ext/cpu_times.py .cache/test-report.xml
 
 # Every chapter again under two other seeds (COURSE_LLM_SEED moves every seed the chapters draw
 # from: core.set_seed, core.generator, core.rng), so that no assert depends on one lucky draw.

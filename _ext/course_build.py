@@ -181,11 +181,71 @@ def hide_machine_paths(cell: dict) -> dict:
     return {**cell, "outputs": kept}
 
 
+def _signature(node) -> str:
+    """``name(args) -> returns`` of a function, or ``class Name(args of __init__)``."""
+    import ast
+
+    if isinstance(node, ast.ClassDef):
+        init = next(
+            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+            None,
+        )
+        if init is None:
+            return f"class {node.name}"
+        args = ast.unparse(init.args).removeprefix("self, ").removeprefix("self")
+        return f"class {node.name}({args})"
+    args = ast.unparse(node.args)
+    ret = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
+    return f"{node.name}({args}){ret}"
+
+
+def fold_summaries(source: str) -> list[str]:
+    """One line per public function or class that `source` (a folded ``#| export`` cell)
+    defines: its signature and the first line of its docstring, as nbdev's ``show_doc`` shows
+    them, so that the reader sees what a fold holds without opening it."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return []
+    lines = []
+    for node in body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if node.name.startswith("_"):
+            continue
+        doc = (ast.get_docstring(node) or "").strip().split("\n\n")[0]  # the summary
+        doc = " ".join(doc.replace("`", "").split())
+        sig = _signature(node).replace("`", "")
+        lines.append(f"`{sig}`" + (f": {doc}" if doc else ""))
+    return lines
+
+
+def announce_folds(cells: list[dict]) -> list[dict]:
+    """Before each folded library cell (``#| export``), a markdown cell that names what it
+    defines (`fold_summaries`). Cells kept in view (``#| exports``) need none."""
+    out = []
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            if "export" in directives_of(source):
+                lines = fold_summaries(source)
+                if lines:
+                    text = "\n\n".join(f"**Library** {line}" for line in lines)
+                    out.append({"cell_type": "markdown", "metadata": {"tags": ["fold-summary"]},
+                                "source": text})
+        out.append(cell)
+    return out
+
+
 def render_notebook(nb: dict) -> dict:
     """Return a copy of notebook `nb` (as a JSON dict) ready for the book: nbdev directives
-    mapped to tags, no ipywidgets state or views, no path of the machine that executed it."""
+    mapped to tags, each folded definition named above its fold (`announce_folds`), no
+    ipywidgets state or views, no path of the machine that executed it."""
     nb = dict(nb)
-    nb["cells"] = [hide_machine_paths(drop_widgets(render_cell(c))) for c in nb["cells"]]
+    cells = announce_folds(nb["cells"])
+    nb["cells"] = [hide_machine_paths(drop_widgets(render_cell(c))) for c in cells]
     if "widgets" in nb.get("metadata", {}):
         nb["metadata"] = {k: v for k, v in nb["metadata"].items() if k != "widgets"}
     return nb
@@ -302,6 +362,155 @@ class CourseApi(SphinxDirective):
 
         rst = api_rst(names, Path(self.env.srcdir).resolve(), self.env.found_docs)
         nested_parse_with_titles(self.state, StringList(rst, source="course-llm-api"), node)
+        return node.children
+
+
+def architecture_table(root):
+    """(LAYERS, RANK) of the package's import layers, read from the architecture test that
+    enforces them (`tests/test_architecture.py` under `root`), so the map and the test agree."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(root) / "tests" / "test_architecture.py"
+    spec = importlib.util.spec_from_file_location("_course_architecture", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LAYERS, module.RANK
+
+
+def _notebook_title(notebook) -> str:
+    """The first markdown heading of a notebook, without its leading #'s."""
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("#"):  # safe inside a :doc:`title <doc>` role
+                    title = line.lstrip("#").strip()
+                    return re.sub(r"[`$<>*\\]", "", title)
+    return notebook.stem
+
+
+def module_map_rst(root, found_docs=None) -> list[str]:
+    """A reST table of every library module: the chapter (page) that builds it, its layer in
+    the import order, and the public names it holds."""
+    from pathlib import Path
+
+    root = Path(root).resolve()
+    layers, rank = architecture_table(root)
+    rows = []
+    for title in api_modules():
+        module = importlib.import_module(title)
+        short = title.split(".", 1)[1]
+        notebook = source_notebook(module)
+        chapter = "?"
+        if notebook is not None:
+            docname = notebook.relative_to(root).with_suffix("").as_posix()
+            name = _notebook_title(notebook)
+            chapter = f":doc:`{name} </{docname}>`" if docname in (found_docs or ()) else name
+        names = list(getattr(module, "__all__", []))
+        holds = ", ".join(f"``{n}``" for n in names[:6]) + (", ..." if len(names) > 6 else "")
+        rows += [f"   * - ``{short}``", f"     - {chapter}",
+                 f"     - {layers[rank[short]] if short in rank else '?'}", f"     - {holds}"]
+    head = [".. list-table::", "   :header-rows: 1", "   :widths: 15 35 15 35", "",
+            "   * - module", "     - built in", "     - layer", "     - holds"]
+    return head + rows + [""]
+
+
+class CourseModuleMap(SphinxDirective):
+    """``.. course-llm-module-map::``: the table of `module_map_rst` (wrap it in
+    ``{eval-rst}`` in a MyST page)."""
+
+    def run(self):
+        node = nodes.section()
+        node.document = self.state.document
+        rst = module_map_rst(self.env.srcdir, self.env.found_docs)
+        nested_parse_with_titles(self.state, StringList(rst, source="course-llm-module-map"), node)
+        return node.children
+
+
+def chapter_times(root) -> list[tuple[str, list[tuple[str, str, float | None]]]]:
+    """The book's parts in `_toc.yml` order, each with its chapters as (title, docname,
+    seconds), a chapter's seconds including its sections', from `nbs/cpu_times.json` (which
+    `make cpu-times` writes from `make test`'s measured run); None where nothing was measured."""
+    from pathlib import Path
+
+    import yaml
+
+    sys_path = str(Path(__file__).resolve().parent)
+    import sys
+
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import cpu_times
+
+    root = Path(root)
+    seconds = cpu_times.load(root / "nbs" / "cpu_times.json")["seconds"]
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    parts = []
+    for part in toc["parts"]:
+        rows = []
+        for chapter in part["chapters"]:
+            files = [chapter["file"]] + [s["file"] for s in chapter.get("sections", [])]
+            notebooks = [root / f"{f}.ipynb" for f in files]
+            if not notebooks[0].exists():
+                continue
+            measured = [seconds.get(Path(f).name) for f in files]
+            total = None if all(s is None for s in measured) else sum(s or 0 for s in measured)
+            rows.append((_notebook_title(notebooks[0]), chapter["file"], total))
+        if rows:
+            parts.append((part["caption"], rows))
+    return parts
+
+
+def _minutes(seconds) -> str:
+    return "not measured" if seconds is None else f"{max(1, round(seconds / 60))} min"
+
+
+def cpu_times_rst(root, per_chapter: bool) -> list[str]:
+    """A reST table of CPU minutes per part (or per chapter, with its part) on the machine of
+    the last `make cpu-times`."""
+    from pathlib import Path
+
+    sys_path = str(Path(__file__).resolve().parent)
+    import sys
+
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    import cpu_times
+
+    record = cpu_times.load(Path(root) / "nbs" / "cpu_times.json")
+    head = [".. list-table::", "   :header-rows: 1", ""]
+    if per_chapter:
+        head += ["   * - part", "     - chapter (with its sections)", "     - CPU time"]
+    else:
+        head += ["   * - part", "     - chapters", "     - CPU time"]
+    rows = []
+    for part, chapters in chapter_times(root):
+        if per_chapter:
+            for title, doc, secs in chapters:
+                rows += [f"   * - {part}", f"     - :doc:`{title} </{doc}>`",
+                         f"     - {_minutes(secs)}"]
+        else:
+            measured = [s for _, _, s in chapters if s is not None]
+            rows += [f"   * - {part}", f"     - {len(chapters)}",
+                     f"     - {_minutes(sum(measured) if measured else None)}"]
+    note = ("No run has been measured yet (`make test`, then `make cpu-times`)."
+            if not record["seconds"] else
+            f"Measured by `make test` on {record['date']} on a {record['cores']}-core machine "
+            "(each chapter executed on one core, two at a time).")
+    return head + rows + ["", note, ""]
+
+
+class CourseCpuTimes(SphinxDirective):
+    """``.. course-llm-cpu-times:: [chapters]``: CPU minutes per part, or per chapter with
+    the argument ``chapters`` (wrap it in ``{eval-rst}`` in a MyST page)."""
+
+    optional_arguments = 1
+
+    def run(self):
+        node = nodes.section()
+        node.document = self.state.document
+        rst = cpu_times_rst(self.env.srcdir, per_chapter=bool(self.arguments))
+        nested_parse_with_titles(self.state, StringList(rst, source="course-llm-cpu-times"), node)
         return node.children
 
 
@@ -431,5 +640,7 @@ def setup(app):
     app.connect("source-read", _on_source_read)
     app.connect("doctree-read", _drop_widget_scripts)
     app.add_directive("course-llm-api", CourseApi)
+    app.add_directive("course-llm-module-map", CourseModuleMap)
+    app.add_directive("course-llm-cpu-times", CourseCpuTimes)
     app.connect("missing-reference", _resolve_course_reference)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -91,7 +91,8 @@ def corpus(name: str, n: int) -> str:
 def worker(kind: str, text_path: str, vocab_size: int) -> dict:
     # the text comes from a file, so the worker does not import course_llm.data (and torch,
     # whose many objects would slow down the garbage collector of the Python trainers)
-    from course_llm.tokenizers import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, train_bpe
+    from course_llm.pretokenizer import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+    from course_llm.bpe import train_bpe
     with open(text_path, encoding="utf-8") as f:
         text = f.read()
     base = current_rss_mb()
@@ -101,7 +102,7 @@ def worker(kind: str, text_path: str, vocab_size: int) -> dict:
     elif kind == "incremental-gpt2":
         n = len(train_bpe(text, vocab_size, GPT2_SPLIT_PATTERN))
     elif kind == "naive-full":
-        from course_llm.tokenizers import train_bpe_naive
+        from course_llm.bpe import train_bpe_naive
         n = len(train_bpe_naive(text, vocab_size, GPT4_SPLIT_PATTERN))
     elif kind == "hf":
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -124,8 +125,9 @@ def naive_sampled(text: str, vocab_size: int, step: int = 256, window: int = 8) 
     state after k merges is rebuilt with the fast trainer's merges, which are identical), and
     integrate the time per step over all merges."""
     import regex
-    from course_llm.tokenizers import (BPETokenizer, GPT4_SPLIT_PATTERN, get_pair_counts, merge,
-                                       most_frequent_pair, train_bpe)
+    from course_llm.fast_bpe import BPETokenizer
+    from course_llm.pretokenizer import GPT4_SPLIT_PATTERN
+    from course_llm.bpe import get_pair_counts, merge, most_frequent_pair, train_bpe
     merges = train_bpe(text, vocab_size)
     vocab = {i: bytes([i]) for i in range(256)}
     for (a, b), i in merges.items():
@@ -164,7 +166,8 @@ def run_worker(kind: str, text_path: str, vocab_size: int) -> dict:
 # ----- encoding ---------------------------------------------------------------------------
 def bench_encode(text: str, repeats: int = 9, name: str = "cl100k_base") -> dict:
     import gc
-    from course_llm.tokenizers import BPETokenizer, tiktoken_encoding
+    from course_llm.fast_bpe import BPETokenizer
+    from course_llm.bpe_files import tiktoken_encoding
     enc = tiktoken_encoding(name)
     enc.encode_ordinary(text[:1000])                  # warm tiktoken's regex
     ours, refs, ours_cpu, refs_cpu = [], [], [], []

@@ -25,14 +25,15 @@ import time
 import torch
 
 from course_llm.generate import generate
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 
 PROMPT, NEW, V = 32, 256, 2048
 
 
 def model(style):
     torch.manual_seed(0)
-    kw = dict(vocab_size=V, block_size=PROMPT + NEW, n_layer=4, d_model=256, n_head=8)
+    kw = dict(vocab_size=V, max_len=PROMPT + NEW, n_layer=4, d_model=256, n_head=8)
     cfg = GPTConfig.llama_style(n_kv_head=4, **kw) if style == "llama" else GPTConfig.gpt2_style(**kw)
     return GPT(cfg).eval()
 

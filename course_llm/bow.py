@@ -13,8 +13,6 @@ from torch import Tensor
 
 from course_llm.core import (
     check_bool,
-    check_float,
-    check_int,
     check_positive_int,
     check_same_shape,
     check_tensor,
@@ -222,7 +220,7 @@ def train_classifier(
     batch_size: int = 64,
     lr: float = 1e-2,
     weight_decay: float = 0.0,
-    clip: Optional[float] = None,
+    max_grad_norm: Optional[float] = None,
     generator: Optional[torch.Generator] = None,
 ) -> list[float]:
     """Train a binary classifier ``model(list_of_id_tensors) -> logits (B,)`` on the logistic loss.
@@ -257,7 +255,7 @@ def train_classifier(
         steps=len(batches),
         lr=lr,
         weight_decay=weight_decay,
-        clip=clip,
+        max_grad_norm=max_grad_norm,
     )
     model.eval()
     return losses

@@ -7,19 +7,12 @@ __all__ = ['get_pair_counts', 'merge', 'most_frequent_pair', 'train_bpe_naive', 
 # %% ../nbs/02b_bpe.ipynb #8c14c5a9
 import heapq
 import math
-import re
 from collections import Counter, defaultdict
 
 import regex
 
 from .core import check_int
-from course_llm.pretokenizer import (  # kept here for compatibility: built in section 2.5
-    GPT2_SPLIT_PATTERN,
-    GPT4_SPLIT_PATTERN,
-    Splitter,
-    fix_surrogates,
-    is_safe_cut,
-)
+from .pretokenizer import GPT4_SPLIT_PATTERN, Splitter, fix_surrogates
 
 # %% ../nbs/02b_bpe.ipynb #cd2e9e6c
 def _check_id_seq(name: str, ids) -> None:
@@ -35,8 +28,8 @@ def get_pair_counts(ids, counts=None) -> dict:
         counts: an optional dict to add the counts to (used to count over many chunks).
 
     Returns:
-        A dict mapping each pair ``(a, b)`` to its number of occurrences, in order of first
-        occurrence.
+        A dict mapping each pair ``(a, b)`` to its number of occurrences, in order of
+        first occurrence.
 
     Example:
         >>> get_pair_counts([1, 2, 3, 1, 2])
@@ -55,9 +48,10 @@ def get_pair_counts(ids, counts=None) -> dict:
 
 # %% ../nbs/02b_bpe.ipynb #d86b7530
 def _merge(ids, a: int, b: int, new_id: int) -> list:
+    # the merge loop itself, without the checks: the trainers call it millions of times
     out, i, n = [], 0, len(ids)
     while i < n:
-        if ids[i] == a and i + 1 < n and ids[i + 1] == b:
+        if ids[i] == a and i + 1 < n and ids[i + 1] == b:  # the pair starts at i
             out.append(new_id)
             i += 2
         else:
@@ -65,18 +59,9 @@ def _merge(ids, a: int, b: int, new_id: int) -> list:
             i += 1
     return out
 
-# %% ../nbs/02b_bpe.ipynb #db189064
-def merge(ids, pair, new_id: int) -> list:
-    """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
-
-    Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in ``[1, 1, 1]``
-    becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id`` must be a fresh id: one
-    already in ``ids`` would make two different tokens indistinguishable.
-
-    Example:
-        >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
-        [4, 3, 4]
-    """
+# %% ../nbs/02b_bpe.ipynb #b14844b5
+def _check_merge_args(ids, pair, new_id) -> tuple:
+    """merge's input checks; returns ``(a, b, new_id)`` as ints."""
     _check_id_seq("ids", ids)
     if not (isinstance(pair, tuple) and len(pair) == 2):
         raise TypeError(f"`pair` must be a tuple (a, b), got {pair!r}")
@@ -87,12 +72,29 @@ def merge(ids, pair, new_id: int) -> list:
             f"`new_id`={new_id} is already used in `ids`: give the merged pair a "
             "fresh id (e.g. one more than the largest id in use)"
         )
+    return a, b, new_id
+
+# %% ../nbs/02b_bpe.ipynb #68866bb2
+def merge(ids, pair, new_id: int) -> list:
+    """Replace every occurrence of `pair` in `ids`, scanning left to right, by `new_id`.
+
+    Overlapping occurrences are merged greedily from the left: ``(1, 1)`` in
+    ``[1, 1, 1]`` becomes ``[new_id, 1]``. Ids are non-negative ints, and ``new_id``
+    must be a fresh id: one already in ``ids`` would make two tokens indistinguishable.
+
+    Example:
+        >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
+        [4, 3, 4]
+    """
+    a, b, new_id = _check_merge_args(ids, pair, new_id)
     return _merge(ids, a, b, new_id)
 
 # %% ../nbs/02b_bpe.ipynb #36c841f5
 def most_frequent_pair(counts: dict) -> tuple:
-    """The pair with the highest count; ties go to the smallest pair, so the choice does not
-    depend on dictionary order.
+    """The pair with the highest count, ties going to the smallest pair.
+
+    Breaking ties by value, not by position, keeps the choice independent of dictionary
+    order.
 
     Example:
         >>> most_frequent_pair({(3, 1): 2, (1, 2): 2, (2, 3): 1})
@@ -130,34 +132,28 @@ def train_bpe_naive(
 ) -> dict:
     """Learn BPE merges the straightforward way: recount every pair after every merge.
 
-    Slow (each merge costs a pass over the whole text) but easy to check; :func:`train_bpe`
-    returns the same merges much faster. Training stops early if no pair is left.
-
-    Args:
-        text: training text; it is split into chunks with `pattern` and merges stay inside chunks.
-        vocab_size: 256 plus the number of merges to learn.
-        pattern: the pre-split regular expression.
+    Slow but easy to check (:func:`train_bpe` returns the same merges much faster).
+    Merges stay inside the chunks `pattern` splits `text` into; `vocab_size` is 256 plus
+    the number of merges. Training stops early if no pair is left.
 
     Returns:
-        The merges, a dict ``{(a, b): new_id}`` in the order they were learned (ids 256, 257, ...).
+        The merges ``{(a, b): new_id}`` in the order they were learned (256, 257, ...).
 
     Example:
         >>> train_bpe_naive("aaabdaaabac", 258)
         {(97, 97): 256, (97, 98): 257}
     """
     _check_train_args(text, vocab_size, pattern)
-    chunks = [
-        list(c.encode("utf-8")) for c in regex.findall(pattern, fix_surrogates(text))
-    ]
+    chunks = [list(c.encode()) for c in regex.findall(pattern, fix_surrogates(text))]
     merges = {}
     for new_id in range(256, vocab_size):
         counts = {}
-        for ids in chunks:
+        for ids in chunks:  # 1. count every pair of every chunk
             get_pair_counts(ids, counts)
         if not counts:
             break
-        pair = most_frequent_pair(counts)  # ties: the smallest pair
-        chunks = [merge(ids, pair, new_id) for ids in chunks]
+        pair = most_frequent_pair(counts)  # 2. the most frequent; ties: the smallest
+        chunks = [merge(ids, pair, new_id) for ids in chunks]  # 3. merge it everywhere
         merges[pair] = new_id
     return merges
 

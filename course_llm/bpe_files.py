@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from .bpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+from .pretokenizer import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
 from .core import cache_dir, locate_package_file, write_atomic
 
 # %% ../nbs/02d_bpe_files.ipynb #019b6991

@@ -8,22 +8,14 @@ __all__ = ['NO_RANK', 'LONG_PIECE', 'bpe_merge', 'pair_rank_table', 'ChunkCache'
 from heapq import heapify, heappop, heappush
 from itertools import repeat
 
-# %% ../nbs/02b2_bpe_ranks.ipynb #27d13987
-def bpe_merge(piece: bytes, ranks: dict) -> list:
-    """Split `piece` into tokens with tiktoken's rule; returns the tokens' bytes.
+# %% ../nbs/02b2_bpe_ranks.ipynb #06e23564
+_BYTES = [bytes([b]) for b in range(256)]
+NO_RANK = 1 << 62  # larger than any rank; an int compares faster than inf
+LONG_PIECE = 64  # longer pieces merge with a heap (see "Long chunks" below)
 
-    Adjacent parts whose concatenation is in `ranks` are merged, lowest rank first (leftmost on
-    ties), until no concatenation is in `ranks`.
 
-    Args:
-        piece: the bytes of one pre-split chunk.
-        ranks: ``{token_bytes: rank}``; must contain every single byte that occurs in `piece`.
-
-    Example:
-        >>> ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"abc": 4}
-        >>> bpe_merge(b"abcab", ranks)
-        [b'abc', b'ab']
-    """
+def _check_merge_piece(piece, ranks) -> bytes:
+    """bpe_merge's input checks; returns `piece` as ``bytes``."""
     if not isinstance(piece, (bytes, bytearray)):
         raise TypeError(
             f"`piece` must be bytes, got {type(piece).__name__}; encode text with "
@@ -33,13 +25,27 @@ def bpe_merge(piece: bytes, ranks: dict) -> list:
         raise TypeError(
             f"`ranks` must be a dict {{token_bytes: rank}}, got {type(ranks).__name__}"
         )
-    piece = bytes(piece)
-    return (_bpe_merge if len(piece) <= LONG_PIECE else _bpe_merge_heap)(piece, ranks)
+    return bytes(piece)
 
+# %% ../nbs/02b2_bpe_ranks.ipynb #d16ab81e
+def bpe_merge(piece: bytes, ranks: dict) -> list:
+    """Split `piece` into tokens with tiktoken's rule; returns the tokens' bytes.
 
-_BYTES = [bytes([b]) for b in range(256)]
-NO_RANK = 1 << 62  # larger than any rank; an int compares faster than inf
-LONG_PIECE = 64  # longer pieces merge with a heap (see "Long chunks" below)
+    Adjacent parts whose concatenation is in `ranks` are merged, lowest rank first
+    (leftmost on ties), until no concatenation is in `ranks`.
+
+    Args:
+        piece: the bytes of one pre-split chunk.
+        ranks: ``{token_bytes: rank}``; holds every single byte that occurs in `piece`.
+
+    Example:
+        >>> ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"abc": 4}
+        >>> bpe_merge(b"abcab", ranks)
+        [b'abc', b'ab']
+    """
+    piece = _check_merge_piece(piece, ranks)
+    merge = _bpe_merge if len(piece) <= LONG_PIECE else _bpe_merge_heap  # see below
+    return merge(piece, ranks)
 
 # %% ../nbs/02b2_bpe_ranks.ipynb #d99f08c1
 def _bpe_merge(piece: bytes, ranks: dict) -> list:

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import regex
 
-from .bpe import is_safe_cut
+from .pretokenizer import is_safe_cut
 from .core import check_int
 
 # %% ../nbs/02f_bpe_special.ipynb #7707cc43

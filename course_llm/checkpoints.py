@@ -8,8 +8,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +23,7 @@ import torch.nn as nn
 from .core import check_float, check_int, clean_stale_temps, write_atomic
 
 LATEST = "latest.json"
+LOCK = "checkpoint.lock"
 FILES = ("model.safetensors", "optimizer.pt", "state.json")
 
 
@@ -28,8 +33,17 @@ def _check_module(model) -> nn.Module:
     return model
 
 # %% auto #0
-__all__ = ['LATEST', 'FILES', 'save_weights', 'load_weights', 'latest_checkpoint', 'list_checkpoints', 'clean_stale_checkpoints',
-           'prune_checkpoints', 'write_checkpoint', 'Checkpoint', 'read_checkpoint']
+__all__ = ['LATEST', 'LOCK', 'FILES', 'save_weights', 'load_weights', 'latest_checkpoint', 'list_checkpoints',
+           'CheckpointLockedError', 'checkpoint_lock', 'clean_stale_checkpoints', 'prune_checkpoints',
+           'write_checkpoint', 'Checkpoint', 'read_checkpoint', 'check_optimizer_state']
+
+# %% ../nbs/07c_checkpoints.ipynb #a920dc0a
+def _check_path(name: str, value) -> Path:
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"`{name}` must be a str or Path, got {type(value).__name__}")
+    if not str(value):
+        raise ValueError(f"`{name}` is empty: give a folder or file path")
+    return Path(value)
 
 # %% ../nbs/07c_checkpoints.ipynb #2f283f43
 def _unique_state(model: nn.Module):
@@ -61,6 +75,7 @@ def save_weights(model: nn.Module, path) -> Path:
     from safetensors.torch import save
 
     state, aliases = _unique_state(_check_module(model))
+    path = _check_path("path", path)
     return write_atomic(path, save(state, metadata={"aliases": json.dumps(aliases)}))
 
 # %% ../nbs/07c_checkpoints.ipynb #5f72ebf3
@@ -91,8 +106,13 @@ def load_weights(model: nn.Module, path) -> dict:
             shapes differ from the model's (a checkpoint of another configuration; the message
             lists every mismatched key).
     """
-    _check_module(model)
-    path = Path(path)
+    full, tensors = _fitting_state(_check_module(model), _check_path("path", path))
+    model.load_state_dict(full, strict=True)
+    return tensors
+
+# %% ../nbs/07c_checkpoints.ipynb #5db31e4d
+def _fitting_state(model: nn.Module, path: Path):
+    """The full state dict for `model` from the weights file `path`, checked, not loaded."""
     if not path.is_file():
         raise FileNotFoundError(f"no weights file at {path}")
     tensors, aliases = _read_safetensors(path)
@@ -113,24 +133,26 @@ def load_weights(model: nn.Module, path) -> dict:
     full = dict(tensors)
     for alias, target in {**aliases, **model_aliases}.items():
         full.setdefault(alias, tensors[target])
-    model.load_state_dict(full, strict=True)
-    return tensors
+    return full, tensors
 
 # %% ../nbs/07c_checkpoints.ipynb #5cc0c157
 _STEP_DIR = re.compile(r"step_(\d+)")
+_POINTABLE = re.compile(r"step_\d+|\.step_\d+\.\w+")  # a step, or a re-save's temporary
 
 
 def latest_checkpoint(out_dir) -> Path | None:
     """The checkpoint folder that ``out_dir/latest.json`` names, or None if there is no pointer.
 
     Raises:
-        ValueError: ``latest.json`` is corrupt or names no complete checkpoint (the message names it).
+        ValueError: ``latest.json`` is corrupt or names no checkpoint folder (an empty name,
+            ``..``, another folder: the message names it).
 
     Example:
         >>> latest_checkpoint(tempfile.mkdtemp()) is None
         True
     """
-    pointer = Path(out_dir) / LATEST
+    out_dir = _check_path("out_dir", out_dir)
+    pointer = out_dir / LATEST
     if not pointer.is_file():
         return None
     try:
@@ -140,10 +162,15 @@ def latest_checkpoint(out_dir) -> Path | None:
             f"{pointer} is truncated or corrupt ({e!r}); delete it and load a "
             f"step_* folder by its path"
         ) from e
-    folder = Path(out_dir) / str(name)
-    if not isinstance(name, str) or Path(name).name != name or not folder.is_dir():
+    if not isinstance(name, str) or not _POINTABLE.fullmatch(name):
         raise ValueError(
-            f"{pointer} names {name!r}, which is not a checkpoint folder in {out_dir}"
+            f"{pointer} names {name!r}, which is not a checkpoint folder (step_NNNNNN); "
+            "delete it and load a step_* folder by its path"
+        )
+    folder = out_dir / name
+    if not folder.is_dir():
+        raise ValueError(
+            f"{pointer} names {name!r}, which is not a folder in {out_dir}"
         )
     return folder
 
@@ -158,7 +185,7 @@ def list_checkpoints(out_dir) -> list[Path]:
         ['step_000020', 'step_1000000']
     """
     found = []
-    for p in Path(out_dir).glob("step_*"):
+    for p in _check_path("out_dir", out_dir).glob("step_*"):
         m = _STEP_DIR.fullmatch(p.name)
         if m and p.is_dir():
             found.append((int(m.group(1)), p))
@@ -174,6 +201,85 @@ def _link_or_copy(src, dst):
 # %% ../nbs/07c_checkpoints.ipynb #ba34ab7b
 def _point_latest(out_dir: Path, name: str, step: int):
     write_atomic(out_dir / LATEST, json.dumps({"checkpoint": name, "step": step}))
+
+# %% ../nbs/07c_checkpoints.ipynb #44bca36a
+class CheckpointLockedError(RuntimeError):
+    """Another writer holds a checkpoint folder's lock (see :func:`checkpoint_lock`)."""
+
+# %% ../nbs/07c_checkpoints.ipynb #e76f9d89
+def _holder(lock: Path) -> dict:
+    try:
+        holder = json.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # gone, or being written this instant
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+# %% ../nbs/07c_checkpoints.ipynb #7ee502b2
+def _abandoned(lock: Path, holder: dict) -> bool:
+    """The lock's writer died: its pid is gone on this host (or the file stayed empty)."""
+    pid = holder.get("pid")
+    if not holder:  # unreadable: abandoned only if it stayed so for a minute
+        try:
+            return time.time() - lock.stat().st_mtime > 60
+        except OSError:
+            return False
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+# %% ../nbs/07c_checkpoints.ipynb #daaa4a9c
+@contextmanager
+def checkpoint_lock(out_dir):
+    """Hold ``out_dir/checkpoint.lock`` for a block: one writer at a time in a folder.
+
+    The lock is a file created with ``O_CREAT | O_EXCL``, which is atomic: of two writers
+    exactly one creates it. It records the writer's pid, host and start time, and is removed
+    when the block ends. A lock whose writer died on this host is taken over.
+
+    Raises:
+        CheckpointLockedError: another writer (a thread or a process) holds the lock; the
+            message names it.
+
+    Example:
+        >>> d = Path(tempfile.mkdtemp())
+        >>> with checkpoint_lock(d):
+        ...     (d / LOCK).is_file()
+        True
+        >>> (d / LOCK).exists()
+        False
+    """
+    lock = _check_path("out_dir", out_dir) / LOCK
+    for attempt in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            holder = _holder(lock)
+            if attempt == 0 and _abandoned(lock, holder):
+                lock.unlink(missing_ok=True)
+                continue
+            since = holder.get("since")
+            since = time.strftime("%H:%M:%S", time.localtime(since)) if since else "?"
+            raise CheckpointLockedError(
+                f"{out_dir} is being written by another checkpoint writer: {lock} names "
+                f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} (thread "
+                f"{holder.get('thread', '?')}, since {since}). Give each run its own "
+                "out_dir; if that process is gone, delete the lock file"
+            ) from None
+    me = {"pid": os.getpid(), "host": socket.gethostname()}
+    me.update(thread=threading.get_ident(), since=time.time())
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(me, f)
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
 
 # %% ../nbs/07c_checkpoints.ipynb #5526574c
 def _publish(out_dir: Path, tmp: Path, name: str, step: int) -> Path:
@@ -196,7 +302,8 @@ def _publish(out_dir: Path, tmp: Path, name: str, step: int) -> Path:
 def clean_stale_checkpoints(out_dir, max_age: float = 3600.0) -> list[Path]:
     """Remove what interrupted writes left in `out_dir`: temporary files (``.NAME.*.tmp``) and
     temporary checkpoint folders (``.step_*``) older than `max_age` seconds, except the folder
-    ``latest.json`` names. Returns what was removed.
+    ``latest.json`` names. Returns what was removed. Holds the folder's lock
+    (:func:`checkpoint_lock`).
 
     Example:
         >>> d = Path(tempfile.mkdtemp()); (d / ".step_000010.x1y2").mkdir()
@@ -204,7 +311,14 @@ def clean_stale_checkpoints(out_dir, max_age: float = 3600.0) -> list[Path]:
         ['.step_000010.x1y2']
     """
     max_age = check_float("max_age", max_age, min=0)
-    out_dir = Path(out_dir)
+    out_dir = _check_path("out_dir", out_dir)
+    if not out_dir.is_dir():
+        return []
+    with checkpoint_lock(out_dir):
+        return _clean(out_dir, max_age)
+
+# %% ../nbs/07c_checkpoints.ipynb #d49d8fad
+def _clean(out_dir: Path, max_age: float) -> list[Path]:
     removed = clean_stale_temps(out_dir, max_age)
     try:
         named = latest_checkpoint(out_dir)
@@ -220,7 +334,11 @@ def clean_stale_checkpoints(out_dir, max_age: float = 3600.0) -> list[Path]:
 # %% ../nbs/07c_checkpoints.ipynb #bbafce6e
 def prune_checkpoints(out_dir, keep: int) -> list[Path]:
     """Delete all but `keep` checkpoints: the one ``latest.json`` names is always kept, then
-    the others with the highest steps. Returns the deleted folders.
+    the others with the highest steps. Returns the deleted folders. Holds the folder's lock.
+
+    Raises:
+        ValueError: ``latest.json`` is corrupt or names no checkpoint folder; then nothing is
+            deleted (an unreadable pointer must not make every checkpoint look old).
 
     Example:
         >>> d = Path(tempfile.mkdtemp())
@@ -230,7 +348,15 @@ def prune_checkpoints(out_dir, keep: int) -> list[Path]:
         (['step_000010', 'step_000020'], ['step_000015'])
     """
     keep = check_int("keep", keep, min=1)
-    latest = latest_checkpoint(out_dir)
+    out_dir = _check_path("out_dir", out_dir)
+    if not out_dir.is_dir():
+        return []
+    with checkpoint_lock(out_dir):
+        return _prune(out_dir, keep)
+
+# %% ../nbs/07c_checkpoints.ipynb #77a76702
+def _prune(out_dir: Path, keep: int) -> list[Path]:
+    latest = latest_checkpoint(out_dir)  # raises on a bad pointer, before any deletion
     others = [p for p in list_checkpoints(out_dir) if p != latest]
     n_others = keep - 1 if latest is not None else keep
     doomed = others[: max(len(others) - n_others, 0)]
@@ -257,6 +383,10 @@ def write_checkpoint(
         info: JSON-serialisable facts (configuration, history) for ``state.json``.
         keep: then keep only this many checkpoints (see :func:`prune_checkpoints`).
 
+    Raises:
+        CheckpointLockedError: another writer is saving into `out_dir` (see
+            :func:`checkpoint_lock`); nothing was written.
+
     Example:
         >>> d = Path(tempfile.mkdtemp())
         >>> write_checkpoint(d, 3, nn.Linear(2, 2), {"x": torch.ones(1)}, {"note": "hi"}).name
@@ -264,28 +394,33 @@ def write_checkpoint(
         >>> read_checkpoint(d, nn.Linear(2, 2)).info
         {'step': 3, 'note': 'hi'}
     """
-    out_dir, step = Path(out_dir), check_int("step", step, min=0)
+    out_dir = _check_path("out_dir", out_dir)
+    step = check_int("step", step, min=0)
     _check_module(model)
     if not isinstance(state, dict) or not isinstance(info, dict):
         raise TypeError("`state` and `info` must be dicts")
     if info.get("step", step) != step:
         raise ValueError(f"`info['step']` is {info['step']!r} but `step` is {step}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    clean_stale_checkpoints(out_dir)
-    name = f"step_{step:06d}"
-    tmp = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}."))
-    try:
-        save_weights(model, tmp / "model.safetensors")
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
-        write_atomic(tmp / "optimizer.pt", buffer.getvalue())
-        write_atomic(tmp / "state.json", json.dumps({"step": step, **info}, indent=1))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    final = _publish(out_dir, tmp, name, step)
     if keep is not None:
-        prune_checkpoints(out_dir, keep)
+        keep = check_int("keep", keep, min=1)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with checkpoint_lock(out_dir):
+        _clean(out_dir, 3600.0)
+        name = f"step_{step:06d}"
+        tmp = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}."))
+        try:
+            save_weights(model, tmp / "model.safetensors")
+            buffer = io.BytesIO()
+            torch.save(state, buffer)
+            write_atomic(tmp / "optimizer.pt", buffer.getvalue())
+            info = json.dumps({"step": step, **info}, indent=1)
+            write_atomic(tmp / "state.json", info)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        final = _publish(out_dir, tmp, name, step)
+        if keep is not None:
+            _prune(out_dir, keep)
     return final
 
 # %% ../nbs/07c_checkpoints.ipynb #7902540d
@@ -328,9 +463,19 @@ def _read_state(path: Path) -> dict:
     return state
 
 # %% ../nbs/07c_checkpoints.ipynb #aa2810c0
-def read_checkpoint(path, model: nn.Module) -> Checkpoint:
+def read_checkpoint(
+    path, model: nn.Module, check: Callable | None = None
+) -> Checkpoint:
     """Read a checkpoint folder (or the one ``latest.json`` names in an `out_dir`) and load its
-    weights into `model`. Every file is read and checked before `model` changes.
+    weights into `model`. All or nothing: every file is read and checked before `model`
+    changes.
+
+    Args:
+        path: a ``step_*`` folder, or an `out_dir` with ``latest.json``.
+        model: receives the weights.
+        check: ``check(checkpoint)`` runs after every file is read and the weights fit
+            `model`, before `model` changes; it raises to refuse the checkpoint (a
+            `Trainer` checks its optimizer state here, see :func:`check_optimizer_state`).
 
     Raises:
         FileNotFoundError: no checkpoint at `path`, or a file of it is missing.
@@ -343,7 +488,12 @@ def read_checkpoint(path, model: nn.Module) -> Checkpoint:
         1
     """
     _check_module(model)
-    path = Path(path)
+    if check is not None and not callable(check):
+        raise TypeError(
+            f"`check` must be None or a function of the Checkpoint, got "
+            f"{type(check).__name__}"
+        )
+    path = _check_path("path", path)
     if (path / LATEST).is_file():
         path = latest_checkpoint(path)
     if not path.is_dir():
@@ -355,5 +505,77 @@ def read_checkpoint(path, model: nn.Module) -> Checkpoint:
         if not (path / name).is_file():
             raise FileNotFoundError(f"checkpoint {path} lacks {name}: it is incomplete")
     info, state = _read_info(path), _read_state(path)
-    load_weights(model, path / "model.safetensors")
-    return Checkpoint(path, info, state)
+    full, _ = _fitting_state(model, path / "model.safetensors")
+    checkpoint = Checkpoint(path, info, state)
+    if check is not None:
+        check(checkpoint)
+    model.load_state_dict(full, strict=True)
+    return checkpoint
+
+# %% ../nbs/07c_checkpoints.ipynb #8248c8a4
+def check_optimizer_state(optimizer, saved) -> None:
+    """Check that `saved` (an ``optimizer.state_dict()``) fits `optimizer`, without loading it.
+
+    What ``optimizer.load_state_dict`` would refuse (another number of groups or of
+    parameters), and what it would accept but the next step would fail on (a moment tensor
+    of another shape), raise here, so a resume can check before it changes anything.
+
+    Raises:
+        TypeError: `optimizer` is not a ``torch.optim.Optimizer``.
+        ValueError: `saved` does not fit (the message says where).
+
+    Example:
+        >>> opt = torch.optim.AdamW(nn.Linear(2, 2).parameters())
+        >>> check_optimizer_state(opt, opt.state_dict())
+        >>> try:
+        ...     check_optimizer_state(opt, {"state": {}, "param_groups": []})
+        ... except ValueError as e:
+        ...     print(e)
+        optimizer state has 0 parameter groups, the optimizer has 1
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"`optimizer` must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    if not (
+        isinstance(saved, dict)
+        and isinstance(saved.get("state"), dict)
+        and isinstance(saved.get("param_groups"), list)
+    ):
+        keys = sorted(map(str, saved))[:4] if isinstance(saved, dict) else "-"
+        raise ValueError(
+            "`saved` optimizer state must be a dict with 'state' (dict) and "
+            f"'param_groups' (list), got {type(saved).__name__} with keys {keys}"
+        )
+    groups, saved_groups = optimizer.param_groups, saved["param_groups"]
+    if len(saved_groups) != len(groups):
+        raise ValueError(
+            f"optimizer state has {len(saved_groups)} parameter groups, the optimizer "
+            f"has {len(groups)}"
+        )
+    params = {}
+    for i, (group, old) in enumerate(zip(groups, saved_groups)):
+        ids = old.get("params") if isinstance(old, dict) else None
+        if (
+            not isinstance(ids, list)
+            or len(ids) != len(group["params"])
+            or not all(isinstance(k, int) for k in ids)
+        ):
+            n = len(ids) if isinstance(ids, list) else "no"
+            raise ValueError(
+                f"optimizer state's group {i} has {n} parameters, the optimizer's has "
+                f"{len(group['params'])}"
+            )
+        params.update(zip(ids, group["params"]))
+    for key, moments in saved["state"].items():
+        if key not in params or not isinstance(moments, dict):
+            raise ValueError(
+                f"optimizer state has an entry for unknown parameter {key!r}"
+            )
+        p = params[key]
+        for name, v in moments.items():
+            if torch.is_tensor(v) and v.dim() > 0 and v.shape != p.shape:
+                raise ValueError(
+                    f"optimizer state's {name!r} of parameter {key} has shape "
+                    f"{tuple(v.shape)}, the parameter {tuple(p.shape)}"
+                )

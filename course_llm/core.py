@@ -3,6 +3,7 @@
 # %% ../nbs/90_core.ipynb #84c817f5
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import random
@@ -20,7 +21,7 @@ def _kind(value) -> str:
 # %% auto #0
 __all__ = ['check_int', 'check_positive_int', 'check_float', 'check_choice', 'check_bool', 'check_tensor', 'check_same_shape',
            'check_token_ids', 'seed_offset', 'set_seed', 'generator', 'rng', 'get_device', 'cache_dir', 'write_atomic',
-           'clean_stale_temps', 'MissingDataError', 'locate_package_file']
+           'clean_stale_temps', 'MissingDataError', 'locate_package_file', 'extends']
 
 # %% ../nbs/90_core.ipynb #1ecd4cbb
 def check_int(
@@ -414,3 +415,33 @@ def locate_package_file(dist: str, rel: str, what: str, how: str) -> Path:
             f"installed: run `{how}` (or `make install` in the course repo)"
         )
     return path
+
+# %% ../nbs/90_core.ipynb #1b686652
+def extends(cls):
+    """A class decorator that copies the decorated class's methods and properties onto `cls`.
+
+    Example:
+        >>> class Counter:
+        ...     def __init__(self):
+        ...         self.n = 0
+        >>> @extends(Counter)
+        ... class _Stepping:
+        ...     def step(self):
+        ...         self.n += 1
+        ...         return self.n
+        >>> Counter().step(), Counter.step.__qualname__
+        (1, 'Counter.step')
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"`cls` must be a class, got {type(cls).__name__}")
+
+    def add(part):
+        for name, member in vars(part).items():
+            fn = getattr(member, "__func__", getattr(member, "fget", member))
+            if not inspect.isfunction(fn) or name == "__init_subclass__":
+                continue  # the class machinery (__module__, __dict__, __doc__, ...)
+            fn.__qualname__ = f"{cls.__qualname__}.{name}"
+            setattr(cls, name, member)
+        return cls
+
+    return add

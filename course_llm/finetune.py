@@ -53,8 +53,8 @@ class SequenceClassifier(nn.Module):
     `[CLS] a [SEP] b [SEP]`, told apart by `token_type_ids`.
 
     Example:
-        >>> from course_llm.bert import BERTConfig
-        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_positions=8))
+        >>> from course_llm.bert_config import BERTConfig
+        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_len=8))
         >>> SequenceClassifier(bert, n_classes=3)(torch.tensor([[1, 5, 2]])).shape
         torch.Size([1, 3])
     """
@@ -126,8 +126,8 @@ class TokenTagger(nn.Module):
     word pieces, [CLS], [SEP]) carry no loss.
 
     Example:
-        >>> from course_llm.bert import BERTConfig
-        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_positions=8))
+        >>> from course_llm.bert_config import BERTConfig
+        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_len=8))
         >>> TokenTagger(bert, n_tags=3)(torch.tensor([[1, 5, 2]])).shape
         torch.Size([1, 3, 3])
     """
@@ -172,8 +172,8 @@ class SpanQA(nn.Module):
     and the answer is the passage span from the best start to the best end (see `best_span`).
 
     Example:
-        >>> from course_llm.bert import BERTConfig
-        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_positions=8))
+        >>> from course_llm.bert_config import BERTConfig
+        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=32, max_len=8))
         >>> [t.shape for t in SpanQA(bert)(torch.tensor([[1, 5, 2]]))]
         [torch.Size([1, 3]), torch.Size([1, 3])]
     """
@@ -212,7 +212,8 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
 
     Works on one example, (T,) -> two ints as 0-d tensors, or a batch, (B, T) -> two (B,) tensors.
     `allowed` (bool, same shape) restricts both ends to some positions, e.g. the passage's tokens.
-    Ties go to the smallest start, then the smallest end.
+    Ties go to the smallest start, then the smallest end. Logits may hold -inf (a masked
+    position) but not NaN, and every example needs a valid span of finite score.
 
     Example:
         >>> s, e = torch.tensor([-9., 5., 1., 4.]), torch.tensor([9., 0., 2., 3.])
@@ -227,6 +228,14 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
             f"`start_logits` and `end_logits` must have the same shape (T,) or (B, T), "
             f"got {tuple(s.shape)} and {tuple(e.shape)}"
         )
+    for name, t in (("start_logits", s), ("end_logits", e)):
+        if not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
+            raise TypeError(f"`{name}` must hold numbers, got dtype {t.dtype}")
+        if t.isnan().any():
+            raise ValueError(
+                f"`{name}` holds NaN at {t.isnan().sum().item()} positions: the model's "
+                "output is broken (check its inputs and weights)"
+            )
     check_positive_int("max_len", max_len)  # the longest span, in tokens
     single, shape = s.dim() == 1, s.shape
     if single:
@@ -251,6 +260,12 @@ def best_span(start_logits, end_logits, max_len: int, allowed=None):
             "in every row"
         )
     scores = (s[:, :, None] + e[:, None, :]).float().masked_fill(~ok, float("-inf"))
+    best = scores.flatten(1).max(1).values
+    if not (best > float("-inf")).all():  # +inf + -inf gives NaN, caught here too
+        raise ValueError(
+            "an example has no valid span of finite score: its start or end logits are "
+            "-inf wherever the other could pair with them"
+        )
     flat = scores.flatten(1).argmax(1)  # first maximum in (start, end) order
     start, end = flat // T, flat % T
     return (start[0], end[0]) if single else (start, end)
@@ -269,13 +284,15 @@ def collate(features: Sequence[dict], pad_id: int = 0) -> dict:
         ([[101, 7, 102], [101, 102, 0]], [[1, 1, 1], [1, 1, 0]], [[-100, 1, -100], [-100, -100, -100]])
     """
     if (
-        isinstance(features, dict)
+        not isinstance(features, Sequence)
+        or isinstance(features, (str, bytes))
         or len(features) == 0
         or not all(isinstance(f, dict) and "input_ids" in f for f in features)
     ):
         raise TypeError(
             "`features` must be a non-empty list of dicts, each with `input_ids`"
         )
+    pad_id = check_int("pad_id", pad_id, min=0)
     T = max(len(f["input_ids"]) for f in features)
     fill = {
         "input_ids": pad_id,
@@ -309,8 +326,8 @@ def freeze_below(model: nn.Module, n_layers: int) -> int:
     the lower layers keep their pre-trained features.
 
     Example:
-        >>> from course_llm.bert import BERTConfig
-        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=2, n_head=2, d_ff=32, max_positions=8))
+        >>> from course_llm.bert_config import BERTConfig
+        >>> bert = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=2, n_head=2, d_ff=32, max_len=8))
         >>> clf = SequenceClassifier(bert, 2)
         >>> freeze_below(clf, 2) == sum(p.numel() for p in [*clf.pooler.parameters(), *clf.head.parameters()])
         True
@@ -342,7 +359,7 @@ def fine_tune(
     lr: float,
     warmup: float = 0.1,
     weight_decay: float = 0.01,
-    clip: float | None = 1.0,
+    max_grad_norm: float | None = 1.0,
     loss_fn: Callable | None = None,
 ) -> list[float]:
     """Fine-tune with AdamW: linear warm-up over `warmup * steps`, cosine decay to 0, gradient clipping.
@@ -350,7 +367,8 @@ def fine_tune(
     Step `k` uses `batches[k % len(batches)]` (shuffle them beforehand); the loss is
     `loss_fn(model, batch)`, by default `model.loss(batch)`. Only parameters with `requires_grad`
     train (see `freeze_below`); matrices get weight decay, biases and norms do not. The loop is
-    :func:`course_llm.optim.fit`; the model is left in eval mode. Returns the losses.
+    :func:`course_llm.optim.fit`; the model is left in eval mode. Returns the losses. The
+    global gradient norm is clipped to `max_grad_norm` (``None``: no clipping).
 
     Example:
         >>> _ = torch.manual_seed(0); lin = nn.Linear(2, 1)
@@ -388,7 +406,7 @@ def fine_tune(
         warmup_steps=int(warmup * steps),
         min_lr=0.0,
         weight_decay=weight_decay,
-        clip=clip,
+        max_grad_norm=max_grad_norm,
     )
     model.eval()
     return losses

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .core import check_bool
-from .gpt import GPTConfig
+from .gpt_config import GPTConfig
 
 # %% ../nbs/14d_gguf.ipynb #a67ff9d2
 _GGUF_SCALARS = {
@@ -29,8 +29,14 @@ _GGUF_SCALARS = {
     11: "<q",
     12: "<d",
 }  # GGUF value type -> struct format
+_VERSIONS = (2, 3)  # version 1 counted in 32 bits; later ones are unknown
+_MAX_NESTING = 16  # arrays of arrays deeper than this are refused, not recursed into
 
 
+class _Refused(ValueError):
+    """A readable header this reader refuses (a version, an alignment, a nesting depth)."""
+
+# %% ../nbs/14d_gguf.ipynb #fa9b8dc7
 def read_gguf_header(path):
     """The metadata and the tensor table of a GGUF file, without touching the tensor data.
 
@@ -49,7 +55,9 @@ def read_gguf_header(path):
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was found).
+        ValueError: the file is not GGUF or is truncated, or its version is not 2 or 3, its
+            ``general.alignment`` is not a power of two, or its arrays nest deeper than 16
+            (the message says what was found).
 
     Example:
         >>> from course_llm.pretrained import smollm2_path
@@ -59,8 +67,10 @@ def read_gguf_header(path):
     """
     import gguf
 
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a str or Path, got {type(path).__name__}")
+    if not str(path):
+        raise ValueError("`path` is empty: give the .gguf file's path")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no GGUF file at {path}")
@@ -91,20 +101,25 @@ def read_gguf_header(path):
         pos += n
         return buf[pos - n : pos].decode("utf-8")
 
-    def value(kind):
+    def value(kind, depth=0):
         if kind == 8:
             return string()
         if kind == 9:
             item, n = take("<I"), take("<Q")
-            return (
-                take(_GGUF_SCALARS[item], n)
-                if item in _GGUF_SCALARS
-                else [value(item) for _ in range(n)]
-            )
+            if item in _GGUF_SCALARS:
+                return take(_GGUF_SCALARS[item], n)
+            if item == 9 and depth >= _MAX_NESTING:
+                raise _Refused(
+                    f"{path} has arrays nested deeper than {_MAX_NESTING} levels "
+                    f"(at offset {pos}); no GGUF model needs that: the file is damaged"
+                )
+            if n > len(buf) - pos:  # every element takes at least a byte
+                raise ValueError(f"an array of {n:,} elements runs past the end")
+            return [value(item, depth + 1) for _ in range(n)]
         return take(_GGUF_SCALARS[kind])
 
     try:
-        meta = {"GGUF.version": take("<I")}
+        meta = {"GGUF.version": _check_version(path, take("<I"))}
         n_tensors, n_kv = take("<Q"), take("<Q")
         meta["GGUF.tensor_count"], meta["GGUF.kv_count"] = n_tensors, n_kv
         for _ in range(n_kv):
@@ -119,7 +134,7 @@ def read_gguf_header(path):
             )
             for _ in range(n_tensors)
         ]
-        align = int(meta.get("general.alignment", 32))
+        align = _check_alignment(path, meta.get("general.alignment", 32))
         start = -(-pos // align) * align  # data start, aligned
         table = {}
         for name, shape, kind, offset in infos:
@@ -130,12 +145,37 @@ def read_gguf_header(path):
                 start + offset,
                 int(np.prod(shape)) * size // block,
             )
+    except _Refused:
+        raise
     except (ValueError, KeyError, IndexError, UnicodeDecodeError, struct.error) as e:
         raise ValueError(
             f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
             f"{type(e).__name__}: {e}"
         ) from None
     return meta, table
+
+# %% ../nbs/14d_gguf.ipynb #f10b0463
+def _check_version(path, version: int) -> int:
+    if version not in _VERSIONS:
+        swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
+        hint = (
+            f" (read big-endian it is version {swapped}: a big-endian GGUF file, which "
+            "this reader does not read)"
+            if swapped in _VERSIONS
+            else ""
+        )
+        raise _Refused(
+            f"{path} is GGUF version {version}{hint}; this reader knows versions 2 and 3"
+        )
+    return version
+
+# %% ../nbs/14d_gguf.ipynb #bae75015
+def _check_alignment(path, align) -> int:
+    if isinstance(align, bool) or not isinstance(align, int) or align < 1:
+        raise _Refused(f"{path} has general.alignment = {align!r}: not a positive int")
+    if align & (align - 1):
+        raise _Refused(f"{path} has general.alignment = {align}: not a power of two")
+    return align
 
 # %% ../nbs/14d_gguf.ipynb #7abc305c
 def read_gguf(path, tensors: bool = True):
@@ -148,12 +188,15 @@ def read_gguf(path, tensors: bool = True):
 
     Returns:
         ``(meta, tensors)``: ``meta`` maps each key to its value (str, number or list) and
-        ``tensors`` maps each GGUF tensor name to a float32 `torch.Tensor` in PyTorch's
-        (rows, columns) order.
+        ``tensors`` maps each GGUF tensor name to a `torch.Tensor` in PyTorch's (rows,
+        columns) order: float32 for float and quantized types (F64 is rounded to float32),
+        the integer dtype itself for I8, I16, I32 and I64.
 
     Raises:
         FileNotFoundError: no file at `path`.
-        ValueError: the file is not GGUF or is truncated (the message says what was found).
+        ValueError: the file is not GGUF or is truncated (the message says what was found),
+            or a tensor has a type the `gguf` package cannot dequantize (the message names
+            the tensor and its type).
 
     Example:
         >>> from course_llm.pretrained import smollm2_path
@@ -170,13 +213,31 @@ def read_gguf(path, tensors: bool = True):
     if not tensors:
         return meta, {}
     buf, out = np.memmap(path, mode="r"), {}
+    plain = {"F64": np.float64, "I8": np.int8, "I16": np.int16}
+    plain.update(I32=np.int32, I64=np.int64)  # read as they are, not dequantized
     try:
         for name, (shape, kind, offset, n_bytes) in table.items():
             raw = np.frombuffer(buf, np.uint8, n_bytes, offset)
+            if kind.name in plain:
+                a = raw.view(np.dtype(plain[kind.name]).newbyteorder("<")).reshape(
+                    shape
+                )
+                a = a.astype(
+                    np.float32 if kind.name == "F64" else a.dtype.newbyteorder("=")
+                )
+                out[name] = torch.from_numpy(a)
+                continue
             raw = raw.reshape(gguf.quant_shape_to_byte_shape(shape, kind))
-            out[name] = torch.from_numpy(
-                np.array(gguf.dequantize(raw, kind), dtype=np.float32)
-            )
+            try:
+                values = gguf.dequantize(raw, kind)
+            except NotImplementedError:
+                raise _Refused(
+                    f"{path}: tensor {name!r} has type {kind.name}, which the gguf "
+                    "package cannot dequantize; convert the file with llama.cpp"
+                ) from None
+            out[name] = torch.from_numpy(np.array(values, dtype=np.float32))
+    except _Refused:
+        raise
     except ValueError as e:
         raise ValueError(
             f"{path} is a damaged or truncated GGUF file ({len(buf):,} bytes): "
@@ -210,7 +271,14 @@ def unpermute_qk(w, n_head):
             "w must be a 2-D weight (rows, columns), got "
             f"{getattr(w, 'shape', type(w).__name__)!r}"
         )
-    if not isinstance(n_head, int) or n_head < 1 or w.size(0) % (2 * n_head):
+    if w.numel() == 0:
+        raise ValueError(f"w is empty (shape {tuple(w.shape)}): give a stored weight")
+    if (
+        isinstance(n_head, bool)
+        or not isinstance(n_head, int)
+        or n_head < 1
+        or w.size(0) % (2 * n_head)
+    ):
         raise ValueError(
             f"n_head must be a positive int dividing the {w.size(0)} rows into "
             "heads of "
@@ -229,7 +297,9 @@ def config_from_gguf(meta) -> GPTConfig:
         meta: the metadata dict of `read_gguf`.
 
     Raises:
-        ValueError: the architecture is not ``llama``, or a field this model needs is missing.
+        TypeError: `meta` is not a dict.
+        ValueError: the architecture is not ``llama``, or a field this model needs is missing
+            or not a number (the message names the key).
 
     Example:
         >>> from course_llm.pretrained import smollm2_path
@@ -237,34 +307,57 @@ def config_from_gguf(meta) -> GPTConfig:
         >>> cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.d_ff, cfg.rope_base
         (30, 576, 9, 3, 1536, 100000.0)
     """
+    if not isinstance(meta, dict):
+        raise TypeError(
+            f"`meta` must be the metadata dict of read_gguf, got {type(meta).__name__}"
+        )
     arch = meta.get("general.architecture")
     if arch != "llama":
         raise ValueError(
             f"only GGUF files of architecture 'llama' can be loaded, found {arch!r} "
-            f"(general.name={meta.get('general.name')!r})"
+            f"in `meta` (general.name={meta.get('general.name')!r})"
         )
-    try:
-        g = lambda key: meta[f"llama.{key}"]
-        n_head, d_model = int(g("attention.head_count")), int(g("embedding_length"))
-        d_head = int(meta.get("llama.rope.dimension_count", d_model // n_head))
-        n_vocab = int(meta.get("llama.vocab_size", len(meta["tokenizer.ggml.tokens"])))
-        return GPTConfig.llama_style(
-            vocab_size=n_vocab,
-            block_size=int(g("context_length")),
-            n_layer=int(g("block_count")),
-            d_model=d_model,
-            n_head=n_head,
-            n_kv_head=int(g("attention.head_count_kv")),
-            d_head=d_head,
-            d_ff=int(g("feed_forward_length")),
-            norm_eps=float(g("attention.layer_norm_rms_epsilon")),
-            rope_base=float(meta.get("llama.rope.freq_base", 10000.0)),
-            tie_weights=True,
-        )
-    except KeyError as e:
+    n_head, d_model = (
+        _number(meta, "attention.head_count"),
+        _number(meta, "embedding_length"),
+    )
+    if "llama.vocab_size" in meta:
+        n_vocab = _number(meta, "vocab_size")
+    elif isinstance(meta.get("tokenizer.ggml.tokens"), list):
+        n_vocab = len(meta["tokenizer.ggml.tokens"])
+    else:
         raise ValueError(
-            f"the GGUF metadata lacks {e.args[0]!r}, which a llama model needs"
-        ) from None
+            "the GGUF metadata lacks 'llama.vocab_size' and 'tokenizer.ggml.tokens', "
+            "one of which a llama model needs"
+        )
+    return GPTConfig.llama_style(
+        vocab_size=n_vocab,
+        max_len=_number(meta, "context_length"),
+        n_layer=_number(meta, "block_count"),
+        d_model=d_model,
+        n_head=n_head,
+        n_kv_head=_number(meta, "attention.head_count_kv"),
+        d_head=_number(meta, "rope.dimension_count", d_model // max(n_head, 1)),
+        d_ff=_number(meta, "feed_forward_length"),
+        norm_eps=_number(meta, "attention.layer_norm_rms_epsilon", kind=float),
+        rope_base=_number(meta, "rope.freq_base", 10000.0, kind=float),
+        tie_weights=True,
+    )
+
+# %% ../nbs/14d_gguf.ipynb #810bbd01
+def _number(meta: dict, key: str, default=None, kind=int):
+    """``meta["llama." + key]`` as a `kind`; the key is named if it is missing or wrong."""
+    key = f"llama.{key}"
+    if key not in meta and default is None:
+        raise ValueError(f"the GGUF metadata lacks {key!r}, which a llama model needs")
+    value = meta.get(key, default)
+    ok = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, ok):
+        raise ValueError(
+            f"GGUF metadata {key!r} must be {'an int' if kind is int else 'a number'}, "
+            f"got {value!r}"
+        )
+    return kind(value)
 
 
 _GGUF_NAMES = {
@@ -289,7 +382,25 @@ def gpt_state_from_gguf(tensors, config):
 
     Returns:
         A state dict for `GPT(config)` (``lm_head.weight`` only if the file has ``output.weight``).
+
+    Raises:
+        TypeError: `tensors` is not a dict or `config` not a `GPTConfig`.
+        ValueError: a tensor the model needs is missing (the message names it).
     """
+    if not isinstance(tensors, dict):
+        raise TypeError(
+            f"`tensors` must be the dict of read_gguf, got {type(tensors).__name__}"
+        )
+    if not isinstance(config, GPTConfig):
+        raise TypeError(f"`config` must be a GPTConfig, got {type(config).__name__}")
+    names = ["token_embd.weight", "output_norm.weight"]
+    names += [f"blk.{i}.{s}.weight" for i in range(config.n_layer) for s in _GGUF_NAMES]
+    missing = [n for n in names if n not in tensors]
+    if missing:
+        raise ValueError(
+            f"the GGUF tensors lack {len(missing)} that a {config.n_layer}-layer llama "
+            f"model needs: {', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}"
+        )
     state = {
         "tok_emb.weight": tensors["token_embd.weight"],
         "norm.weight": tensors["output_norm.weight"],

@@ -15,16 +15,6 @@ from course_llm.core import (
 )
 from .generate import generate
 from .gpt import GPT, causal_lm_loss
-from course_llm.icl_tasks import (  # re-exported: they were defined here before 11.3
-    EQUALS,
-    STRING_RULES,
-    copy_or_guess_accuracy,
-    mapping_batch,
-    parity_batch,
-    permutation_parity,
-    rule_batch,
-    show_rule_prompt,
-)
 from .optim import fit
 
 # %% ../nbs/11_icl.ipynb #2fe54dda
@@ -54,9 +44,9 @@ def fit_answers(
         The list of training losses.
 
     Example:
-        >>> from course_llm.gpt import GPTConfig
+        >>> from course_llm.gpt_config import GPTConfig
         >>> _ = torch.manual_seed(0)
-        >>> m = GPT(GPTConfig.llama_style(vocab_size=4, block_size=8, n_layer=1, d_model=16, n_head=2, n_kv_head=1))
+        >>> m = GPT(GPTConfig.llama_style(vocab_size=4, max_len=8, n_layer=1, d_model=16, n_head=2, n_kv_head=1))
         >>> batch = lambda: (torch.tensor([[0, 1, 2, 3]] * 8), torch.tensor([[0, 1, 2, 3]] * 8))
         >>> losses = fit_answers(m, batch, 60, max_lr=1e-2)
         >>> losses[-1] < 0.1 < losses[0]
@@ -109,8 +99,9 @@ def accuracy_by_shots(model, seq, targets=None):
         A list of K floats, K = answers per row.
 
     Example:
-        >>> from course_llm.gpt import GPTConfig
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)).eval()
+        >>> from course_llm.gpt_config import GPTConfig
+        >>> from course_llm.icl_tasks import mapping_batch
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8)).eval()
         >>> len(accuracy_by_shots(m, mapping_batch(4, 4, 3)[0]))
         3
     """
@@ -164,8 +155,9 @@ def final_answer_accuracy(model, seq, y, n_prompt):
     The model writes as many tokens as `seq` has after the prompt (its steps, if any, then the answer).
 
     Example:
-        >>> from course_llm.gpt import GPTConfig
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=3, block_size=8)).eval()
+        >>> from course_llm.gpt_config import GPTConfig
+        >>> from course_llm.icl_tasks import parity_batch
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=3, max_len=8)).eval()
         >>> seq, _, y = parity_batch(10, 3, False)
         >>> 0.0 <= final_answer_accuracy(m, seq, y, 4) <= 1.0
         True

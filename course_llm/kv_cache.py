@@ -135,13 +135,14 @@ def make_kv_cache(model, batch_size, max_length=None):
     Args:
         model: a `GPT`.
         batch_size: sequences decoded together.
-        max_length: positions per cache, in [1, block_size] (default: the context window
-            `block_size`; a cache longer than the window would hold positions the model has no
+        max_length: positions per cache, in [1, max_len] (default: the context window
+            `max_len`; a cache longer than the window would hold positions the model has no
             encoding for).
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
-        >>> model = GPT(GPTConfig.llama_style(vocab_size=50, block_size=16, n_layer=2, d_model=32,
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
+        >>> model = GPT(GPTConfig.llama_style(vocab_size=50, max_len=16, n_layer=2, d_model=32,
         ...                                   n_head=4, n_kv_head=2))
         >>> caches = make_kv_cache(model, batch_size=3)
         >>> len(caches), tuple(caches[0].k.shape)
@@ -151,17 +152,17 @@ def make_kv_cache(model, batch_size, max_length=None):
     if (
         not isinstance(model, torch.nn.Module)
         or not hasattr(c, "n_layer")
-        or not hasattr(c, "block_size")
+        or not hasattr(c, "max_len")
     ):
         raise TypeError(
             f"`model` must be a course_llm.gpt.GPT (its `config` gives n_layer and "
-            f"block_size), got {type(model).__name__}"
+            f"max_len), got {type(model).__name__}"
         )
     batch_size = check_positive_int("batch_size", batch_size)
     max_length = (
-        c.block_size
+        c.max_len
         if max_length is None
-        else check_int("max_length", max_length, min=1, max=c.block_size)
+        else check_int("max_length", max_length, min=1, max=c.max_len)
     )
     attn = model.blocks[0].attn
     p = next(model.parameters())

@@ -8,7 +8,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .bert import BERT, BERTConfig, Pooler
+from .bert import BERT, Pooler
+from .bert_config import BERTConfig
+from .bert_hf import config_from_hf, pretraining_state_from_hf
 from course_llm.core import (
     check_float,
     check_int,
@@ -16,7 +18,6 @@ from course_llm.core import (
     check_tensor,
     check_token_ids,
 )
-from .sentence_pairs import nsp_pairs, pack_pair, pack_pairs
 
 # %% ../nbs/09b_pretraining.ipynb #e2ae0f14
 def mask_tokens(
@@ -200,44 +201,24 @@ class BERTForPreTraining(nn.Module):
 
     @classmethod
     def from_hf(cls, model):
-        """`BERTForPreTraining` with the weights of a transformers `BertForPreTraining`."""
+        """`BERTForPreTraining` with the weights of a transformers `BertForPreTraining`.
+
+        Builds the model from `config_from_hf` and loads `pretraining_state_from_hf`
+        (section 9.9) strictly: every parameter is mapped, nothing is left at its init.
+        """
         if not (
             hasattr(model, "bert")
             and hasattr(model, "cls")
             and hasattr(model.cls, "seq_relationship")
         ):
             raise TypeError("`model` must be a transformers BertForPreTraining")
-        if model.config.hidden_act != "gelu":
-            raise ValueError(
-                f"only hidden_act='gelu' is supported, got {model.config.hidden_act!r}"
-            )
         if model.bert.pooler is None:
             raise ValueError("`model.bert` has no pooler, which the NSP head needs")
-        bert = BERT.from_hf(model.bert)
-        m = cls(bert.config)
-        m.bert.load_state_dict(bert.state_dict())
-        p, sd = model.cls.predictions, {}
-        sd = {
-            "mlm.dense.weight": p.transform.dense.weight,
-            "mlm.dense.bias": p.transform.dense.bias,
-            "mlm.ln.weight": p.transform.LayerNorm.weight,
-            "mlm.ln.bias": p.transform.LayerNorm.bias,
-            "mlm.decoder.bias": p.bias,
-            "nsp.pool.dense.weight": model.bert.pooler.dense.weight,
-            "nsp.pool.dense.bias": model.bert.pooler.dense.bias,
-            "nsp.classifier.weight": model.cls.seq_relationship.weight,
-            "nsp.classifier.bias": model.cls.seq_relationship.bias,
-        }
-        with torch.no_grad():
-            for name, value in sd.items():
-                m.get_parameter(name).copy_(value)
-            if not torch.equal(
-                p.decoder.weight, model.bert.embeddings.word_embeddings.weight
-            ):
-                raise ValueError(
-                    "the Hugging Face decoder is not tied to the word embeddings"
-                )
-        return m.eval()
+        config = config_from_hf(model.config)  # refuses hidden_act other than gelu
+        m = cls(config)
+        state = pretraining_state_from_hf(model.state_dict(), config)
+        m.load_state_dict(state, strict=True)
+        return m.to(model.device).eval()
 
 # %% ../nbs/09b_pretraining.ipynb #c4124705
 def pretraining_loss(

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['EXPERT_ACTIVATIONS', 'expert_capacity', 'route', 'capacity_mask', 'load_balancing_loss', 'router_z_loss', 'Experts',
-           'MoE']
+           'MoE', 'MoEFeedForward', 'moe_ffn']
 
 # %% ../nbs/19_moe.ipynb #39476cdc
 import math
@@ -61,12 +61,16 @@ def route(logits, top_k, renormalize=None):
         ``(probs, gates, experts)``: probs (n_tokens, n_expert) the softmax p(x); gates and
         experts (n_tokens, k), the weights and indices of the chosen experts, best first.
 
+    Raises:
+        ValueError: `logits` holds NaN or inf (topk would pick NaN as the largest
+            value and send the token to an arbitrary expert, silently).
+
     Example:
         >>> probs, gates, experts = route(torch.tensor([[0.0, 1.0, 2.0]]), top_k=2)
         >>> experts.tolist(), round(gates.sum().item(), 6)
         ([[2, 1]], 1.0)
     """
-    check_tensor("logits", logits, ndim=2, dtype="float")
+    check_tensor("logits", logits, ndim=2, dtype="float", finite=True)
     n_expert = logits.size(-1)
     check_int("top_k", top_k, min=1, max=n_expert)
     if renormalize is None:
@@ -130,7 +134,7 @@ def load_balancing_loss(probs, experts):
         >>> load_balancing_loss(probs, torch.tensor([[0], [1], [0], [1]])).item()
         1.0
     """
-    check_tensor("probs", probs, ndim=2, dtype="float")
+    check_tensor("probs", probs, ndim=2, dtype="float", finite=True)
     check_tensor("experts", experts, ndim=2, dtype="int")
     if experts.size(0) != probs.size(0) or experts.numel() == 0:
         raise ValueError(
@@ -151,7 +155,7 @@ def router_z_loss(logits):
         >>> round(router_z_loss(torch.zeros(3, 4)).item(), 4) == round(math.log(4) ** 2, 4)
         True
     """
-    check_tensor("logits", logits, ndim=2, dtype="float")
+    check_tensor("logits", logits, ndim=2, dtype="float", finite=True)
     return torch.logsumexp(logits.float(), dim=-1).pow(2).mean()
 
 # %% ../nbs/19_moe.ipynb #cb6419eb
@@ -266,7 +270,7 @@ class MoE(nn.Module):
 
     def forward(self, x):
         """Mix the experts' outputs for every token of x (..., n_tokens, d_model)."""
-        check_tensor("x", x, dtype="float")
+        check_tensor("x", x, dtype="float", finite=True)  # NaN would route silently
         if x.ndim < 2 or x.size(-1) != self.d_model or x.numel() == 0:
             raise ValueError(
                 f"`x` must have shape (..., n_tokens, {self.d_model}) with at least "
@@ -301,3 +305,127 @@ class MoE(nn.Module):
             "dropped": load.sum() - kept.sum(),
         }
         return y.reshape(x.shape), aux
+
+# %% ../nbs/19_moe.ipynb #5d2b7f3e
+class MoEFeedForward(MoE):
+    """An `MoE` in the FFN slot of a transformer block: ``ffn(x) -> y``.
+
+    The forward pass stores the aux dict of `MoE` in `aux` and the weighted auxiliary
+    loss ``aux_loss = balance_loss_coef * aux["balance"] + z_loss_coef * aux["z"]``,
+    which the model adds to its training loss (both None before the first forward
+    pass).
+
+    Args:
+        d_model, d_ff, n_expert, top_k: as for `MoE`.
+        capacity_factor, activation, glu, renormalize: as for `MoE`.
+        balance_loss_coef: weight alpha of the load-balancing loss (Switch: 0.01).
+        z_loss_coef: weight beta of the router z-loss (ST-MoE: 0.001).
+
+    Example:
+        >>> ffn = MoEFeedForward(8, 16, n_expert=4, top_k=2)
+        >>> ffn(torch.randn(2, 5, 8)).shape, ffn.aux["load"].sum().item()
+        (torch.Size([2, 5, 8]), 20)
+    """
+
+    def __init__(
+        self,
+        d_model,
+        d_ff,
+        n_expert,
+        top_k,
+        *,
+        capacity_factor=None,
+        activation="silu",
+        glu=True,
+        renormalize=None,
+        balance_loss_coef=0.01,
+        z_loss_coef=0.001,
+    ):
+        super().__init__(
+            d_model,
+            d_ff,
+            n_expert,
+            top_k,
+            capacity_factor=capacity_factor,
+            activation=activation,
+            glu=glu,
+            renormalize=renormalize,
+        )
+        self.balance_loss_coef = check_float(
+            "balance_loss_coef", balance_loss_coef, min=0.0
+        )
+        self.z_loss_coef = check_float("z_loss_coef", z_loss_coef, min=0.0)
+        self.aux = self.aux_loss = None
+
+    def forward(self, x):
+        """The mixture's output y (shape of x); sets `aux` and `aux_loss`."""
+        y, self.aux = super().forward(x)
+        self.aux_loss = (
+            self.balance_loss_coef * self.aux["balance"]
+            + self.z_loss_coef * self.aux["z"]
+        )
+        return y
+
+    def init_weights(self, std, residual_std):
+        """Normal(0, std) router and input weights, normal(0, residual_std) output
+        weights (GPT-2's scaled residual projection)."""
+        check_float("std", std, min=0.0)
+        check_float("residual_std", residual_std, min=0.0)
+        for w in (self.router.weight, self.experts.w1, self.experts.v):
+            if w is not None:
+                nn.init.normal_(w, mean=0.0, std=std)
+        nn.init.normal_(self.experts.w2, mean=0.0, std=residual_std)
+
+# %% ../nbs/19_moe.ipynb #3a8d6b0c
+def moe_ffn(
+    n_expert,
+    top_k,
+    *,
+    capacity_factor=None,
+    balance_loss_coef=0.01,
+    z_loss_coef=0.001,
+):
+    """A feed-forward factory: ``make_ffn(config) -> MoEFeedForward``.
+
+    Each expert is the dense FFN the block config describes: width
+    ``config.hidden_dim``, ``config.activation``, gated iff ``config.ffn == "glu"``,
+    on ``config.d_model``.
+
+    Args:
+        n_expert, top_k, capacity_factor: as for `MoE`.
+        balance_loss_coef, z_loss_coef: as for `MoEFeedForward`.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> cfg = SimpleNamespace(
+        ...     d_model=8, hidden_dim=16, activation="silu", ffn="glu")
+        >>> moe_ffn(4, top_k=1)(cfg).experts.w1.shape
+        torch.Size([4, 16, 8])
+    """
+    check_positive_int("n_expert", n_expert)
+    check_int("top_k", top_k, min=1, max=n_expert)
+    if capacity_factor is not None:
+        check_float("capacity_factor", capacity_factor, min=0.0, min_open=True)
+    check_float("balance_loss_coef", balance_loss_coef, min=0.0)
+    check_float("z_loss_coef", z_loss_coef, min=0.0)
+
+    def make_ffn(config):
+        fields = ("d_model", "hidden_dim", "activation", "ffn")
+        if not all(hasattr(config, name) for name in fields):
+            raise TypeError(
+                f"`config` must have {', '.join(fields)} (a TransformerConfig), "
+                f"got {type(config).__name__}"
+            )
+        return MoEFeedForward(
+            config.d_model,
+            config.hidden_dim,
+            n_expert,
+            top_k,
+            capacity_factor=capacity_factor,
+            activation=config.activation,
+            glu=config.ffn == "glu",
+            balance_loss_coef=balance_loss_coef,
+            z_loss_coef=z_loss_coef,
+        )
+
+    return make_ffn

@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from .core import check_float, check_int, rng
+from .core import extends, check_float, check_int, rng
 
 BOS = "<BOS>"
 EOS = "<EOS>"
@@ -77,7 +77,7 @@ def count_ngrams(sequences, n: int) -> Counter:
     columns = ([tokens[i] for i in column] for column in digits.T.tolist())
     return Counter(dict(zip(zip(*columns), counts.tolist())))
 
-# %% ../nbs/01_language_models.ipynb #d0eddb9e
+# %% ../nbs/01_language_models.ipynb #e55b220a
 class NGramLM:
     """An n-gram language model estimated by counting, with optional smoothing.
 
@@ -159,6 +159,11 @@ class NGramLM:
                 f"them to a known token (e.g. an <UNK> symbol) before querying"
             )
 
+# %% ../nbs/01_language_models.ipynb #a0f18cd3
+@extends(NGramLM)
+class _Probabilities:
+    """NGramLM's next-token probabilities, one order or a mix of orders."""
+
     def _order_prob(self, token, context, m):
         """P_m(token | context), or None when the context is unseen and k = 0."""
         ctx = self._context(context, m)
@@ -190,6 +195,11 @@ class NGramLM:
         1)."""
         self._check(context, "context")
         return {t: self._prob(t, context) for t in self.vocab}
+
+# %% ../nbs/01_language_models.ipynb #86236992
+@extends(NGramLM)
+class _Scoring:
+    """NGramLM's log-probability of a complete sequence."""
 
     def log_prob(self, sequence) -> float:
         """``log P((u_1, ..., u_L))``: natural log, including the final ``<EOS>`` term.
@@ -233,6 +243,11 @@ class NGramLM:
                 return p
             num, den = num + lam * p, den + lam
         return num / den if den > 0 else 1 / V
+
+# %% ../nbs/01_language_models.ipynb #0dec2441
+@extends(NGramLM)
+class _Sampling:
+    """Generating from an NGramLM."""
 
     def sample(self, max_len: int = 200, seed=None) -> list:
         """Generate one sequence token by token until ``<EOS>`` (or `max_len` tokens).

@@ -34,10 +34,11 @@ def _check_norm_args(x, gamma, beta, eps):
 
 # %% ../nbs/06c_norms.ipynb #f3cf711c
 def layer_norm(x, gamma, beta, eps=1e-5):
-    """LayerNorm written out: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
+    """LayerNorm: gamma * (x - mean) / sqrt(var + eps) + beta over the last axis.
 
-    The teaching version of `torch.nn.functional.layer_norm` (the blocks use the fused one). The
-    variance is the biased one (divide by C), as in the paper and in PyTorch.
+    The formula of `torch.nn.functional.layer_norm`, line for line (the blocks use the
+    fused one). The variance is the biased one (divide by C), as in the paper and in
+    PyTorch.
 
     Args:
         x: activations (..., C).
@@ -49,7 +50,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         A tensor shaped like `x`.
 
     Example:
-        >>> y = layer_norm(torch.tensor([[1.0, 2.0, 3.0]]), torch.ones(3), torch.zeros(3))
+        >>> x = torch.tensor([[1.0, 2.0, 3.0]])
+        >>> y = layer_norm(x, torch.ones(3), torch.zeros(3))
         >>> [round(v, 4) for v in y[0].tolist()]
         [-1.2247, 0.0, 1.2247]
     """
@@ -72,7 +74,7 @@ def rms_norm(x, gamma, eps=1e-6):
         A tensor shaped like `x`.
 
     Example:
-        >>> y = rms_norm(torch.tensor([3.0, 4.0]), torch.ones(2), eps=1e-12)   # RMS of (3, 4) is 3.5355
+        >>> y = rms_norm(torch.tensor([3.0, 4.0]), torch.ones(2), eps=1e-12)  # RMS 3.54
         >>> [round(v, 4) for v in y.tolist()]
         [0.8485, 1.1314]
     """

@@ -42,25 +42,8 @@ def iid_noise_mask(n, rate, rng):
     _check_rng(rng)
     return [rng.random() < rate for _ in range(n)]
 
-# %% ../nbs/10b_objectives.ipynb #0e27d087
-def span_corruption(tokens, noise_mask, sentinels=sentinel):
-    """Replace each run of noised tokens by one sentinel; targets list each sentinel and its run.
-
-    Args:
-        tokens: list of tokens.
-        noise_mask: list of bools, True where a token is dropped from the input.
-        sentinels: function i -> i-th sentinel token.
-
-    Returns:
-        (inputs, targets); targets end with one extra sentinel, as in T5.
-
-    Example:
-        >>> toks = "Thank you for inviting me to your party last week .".split()
-        >>> m = [t in ("for", "inviting", "last") for t in toks]
-        >>> inp, tgt = span_corruption(toks, m, lambda i: "<XYZ>"[1:-1][i].join("<>"))
-        >>> " ".join(inp), " ".join(tgt)
-        ('Thank you <X> me to your party <Y> week .', '<X> for inviting <Y> last <Z>')
-    """
+# %% ../nbs/10b_objectives.ipynb #2eb588e2
+def _check_span_args(tokens, noise_mask):
     _check(tokens)
     if not isinstance(noise_mask, (list, tuple)) or not all(
         isinstance(m, bool) for m in noise_mask
@@ -74,15 +57,30 @@ def span_corruption(tokens, noise_mask, sentinels=sentinel):
             f"`noise_mask` must have one bool per token ({len(tokens)}), got "
             f"{len(noise_mask)}"
         )
+
+# %% ../nbs/10b_objectives.ipynb #0e27d087
+def span_corruption(tokens, noise_mask, sentinels=sentinel):
+    """Span corruption: each noised run becomes a sentinel; the targets hold the runs.
+
+    The targets list each sentinel followed by the tokens it replaced, and end with one
+    more sentinel, as in T5. `sentinels(i)` names the i-th sentinel.
+
+    Example:
+        >>> toks = "Thank you for inviting me to your party last week .".split()
+        >>> m = [t in ("for", "inviting", "last") for t in toks]
+        >>> inp, tgt = span_corruption(toks, m, lambda i: "<XYZ>"[1:-1][i].join("<>"))
+        >>> " ".join(inp), " ".join(tgt)
+        ('Thank you <X> me to your party <Y> week .', '<X> for inviting <Y> last <Z>')
+    """
+    _check_span_args(tokens, noise_mask)
     inputs, targets, k = [], [], 0
     for i, (t, noise) in enumerate(zip(tokens, noise_mask)):
-        starts = noise and (i == 0 or not noise_mask[i - 1])
-        if starts:
+        if noise and (i == 0 or not noise_mask[i - 1]):  # a run starts: a sentinel
             inputs.append(sentinels(k))
             targets.append(sentinels(k))
             k += 1
-        (targets if noise else inputs).append(t)
-    targets.append(sentinels(k))
+        (targets if noise else inputs).append(t)  # noised tokens go to the targets
+    targets.append(sentinels(k))  # the closing sentinel
     return inputs, targets
 
 # %% ../nbs/10b_objectives.ipynb #f981638c

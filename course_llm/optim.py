@@ -12,7 +12,7 @@ import torch.nn as nn
 from .core import check_float, check_int
 
 # %% auto #0
-__all__ = ['cosine_schedule', 'param_groups', 'adamw', 'fit']
+__all__ = ['cosine_schedule', 'param_groups', 'adamw', 'NonFiniteLossError', 'fit']
 
 # %% ../nbs/91_optim.ipynb #b24c7a4c
 def cosine_schedule(
@@ -112,6 +112,25 @@ def _to_device(batch, device):
         return type(batch)(_to_device(v, device) for v in batch)
     return batch
 
+# %% ../nbs/91_optim.ipynb #0abecc82
+class NonFiniteLossError(RuntimeError):
+    """A training loss or gradient norm is NaN or infinite; the weights were not updated."""
+
+# %% ../nbs/91_optim.ipynb #7681a9b5
+def _step(opt, params, loss: float, step: int, max_grad_norm: float | None):
+    """Clip (if asked), then step, unless the loss or the gradient norm is not finite."""
+    if max_grad_norm is not None:
+        norm = nn.utils.clip_grad_norm_(params, max_grad_norm)
+    else:
+        norm = nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    if not (math.isfinite(loss) and math.isfinite(float(norm))):
+        raise NonFiniteLossError(
+            f"non-finite training loss ({loss}) or gradient norm ({float(norm)}) at step "
+            f"{step}; stopped before updating the weights, which hold the last good step. "
+            "Try a lower lr, a longer warm-up or gradient clipping (max_grad_norm)"
+        )
+    opt.step()
+
 # %% ../nbs/91_optim.ipynb #03fe18bd
 def fit(
     model: nn.Module,
@@ -124,9 +143,9 @@ def fit(
     min_lr: float | None = None,
     weight_decay: float = 0.0,
     betas: tuple = (0.9, 0.999),
-    clip: float | None = None,
+    max_grad_norm: float | None = None,
 ) -> list[float]:
-    """Train `model` with AdamW for `steps` steps; return the loss of every step.
+    """Train `model` with AdamW (:func:`adamw`) for `steps` steps; return the loss of every step.
 
     Args:
         model: any ``nn.Module``; only parameters with ``requires_grad`` train.
@@ -139,9 +158,13 @@ def fit(
         min_lr: learning rate reached at the last step by a cosine decay; ``None`` keeps `lr`.
         weight_decay: decoupled weight decay on matrices (see `param_groups`).
         betas: AdamW's beta_1, beta_2.
-        clip: clip the global gradient norm to this value (``None``: no clipping).
+        max_grad_norm: clip the global gradient norm to this value (``None``: no clipping).
 
     The model is in training mode during the loop and back in its previous mode after it.
+
+    Raises:
+        NonFiniteLossError: the loss or the gradient norm of a step is NaN or infinite; the
+            weights are left as the last good step made them.
 
     Example:
         >>> _ = torch.manual_seed(0); lin = nn.Linear(2, 1)
@@ -172,15 +195,24 @@ def fit(
     lr = check_float("lr", lr, min=0, min_open=True)
     warmup_steps = check_int("warmup_steps", warmup_steps, min=0, max=steps)
     min_lr = lr if min_lr is None else check_float("min_lr", min_lr, min=0, max=lr)
-    if clip is not None:
-        clip = check_float("clip", clip, min=0, min_open=True)
+    if max_grad_norm is not None:
+        max_grad_norm = check_float(
+            "max_grad_norm", max_grad_norm, min=0, min_open=True, max_open=True
+        )
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        raise TypeError(f"`betas` must be a pair (beta_1, beta_2), got {betas!r}")
+    betas = tuple(
+        check_float(f"betas[{i}]", b, min=0, max=1, max_open=True)
+        for i, b in enumerate(betas)
+    )
     groups = param_groups(model, weight_decay)
     if not any(g["params"] for g in groups):
         raise ValueError(
             "`model` has no trainable parameters: unfreeze some before fitting"
         )
-    device = next(p for g in groups for p in g["params"]).device
-    opt = torch.optim.AdamW(groups, lr=lr, betas=betas)
+    params = [p for g in groups for p in g["params"]]
+    device = params[0].device
+    opt = adamw(groups, lr=lr, betas=betas)
     was_training = model.training
     model.train()
     losses = []
@@ -194,9 +226,7 @@ def fit(
                 raise TypeError("`loss_fn` must return a scalar tensor")
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            if clip is not None:
-                nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], clip)
-            opt.step()
+            _step(opt, params, loss.item(), step, max_grad_norm)
             losses.append(loss.item())
     finally:
         model.train(was_training)

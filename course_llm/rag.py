@@ -4,21 +4,11 @@
 __all__ = ['NAME_POOL', 'invented_names', 'make_world', 'WordVocab', 'rag_prompt', 'qa_batch', 'answer_accuracy']
 
 # %% ../nbs/11b_rag.ipynb #11db8f1b
-import math
 import random
-import re
-from collections import Counter
 
 import torch
 
-from .core import check_float, check_int, check_positive_int, check_token_ids
-from course_llm.retrieval import (  # kept here for compatibility: built in section 11.2
-    BM25Retriever,
-    DenseRetriever,
-    bm25_idf,
-    bm25_scores,
-    tokenize,
-)
+from .core import check_int, check_token_ids
 
 # %% ../nbs/11b_rag.ipynb #aa59522d
 _SYLLABLES = [
@@ -131,21 +121,26 @@ class WordVocab:
         )
         return [self.itos[i] for i in ids]
 
-# %% ../nbs/11b_rag.ipynb #614c5892
-def rag_prompt(question, passages=()):
-    """The generator's prompt: the retrieved passages, then the question.
-
-    Example:
-        >>> rag_prompt("what is the capital of zorvia ?", ["the capital of zorvia is pelmont ."])
-        'the capital of zorvia is pelmont . what is the capital of zorvia ?'
-    """
+# %% ../nbs/11b_rag.ipynb #5ec194a1
+def _check_rag_prompt(question, passages):
     if not isinstance(question, str):
         raise TypeError(f"`question` must be a str, got {type(question).__name__}")
     if isinstance(passages, str) or not all(isinstance(p, str) for p in passages):
         raise TypeError(
             "`passages` must be a list of str (not one str: wrap it in a list)"
         )
-    return " ".join([*passages, question])
+
+# %% ../nbs/11b_rag.ipynb #614c5892
+def rag_prompt(question, passages=()):
+    """The generator's prompt: the retrieved passages, then the question.
+
+    Example:
+        >>> rag_prompt("what is the capital of zorvia ?",
+        ...            ["the capital of zorvia is pelmont ."])
+        'the capital of zorvia is pelmont . what is the capital of zorvia ?'
+    """
+    _check_rag_prompt(question, passages)
+    return " ".join([*passages, question])  # passages first, the question last
 
 # %% ../nbs/11b_rag.ipynb #9d60fc73
 def qa_batch(examples, vocab):
@@ -190,9 +185,10 @@ def answer_accuracy(model, vocab, examples):
     """Fraction of (prompt, answer) examples where the greedy next word equals the answer.
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
         >>> v = WordVocab(); _ = v.encode("a b c d")
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)).eval()
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8)).eval()
         >>> 0.0 <= answer_accuracy(m, v, [("a b", "c")]) <= 1.0
         True
     """

@@ -11,7 +11,7 @@ from collections import Counter
 import torch
 
 from .bert import BERT, load_minilm, minilm_path, sentence_embeddings
-from .core import check_float, check_int, check_positive_int
+from .core import check_float, check_positive_int
 from .wordpiece import WordPieceTokenizer
 
 # %% ../nbs/11c_retrieval.ipynb #65b62c55
@@ -59,11 +59,11 @@ def _check_docs(docs):
 
 # %% ../nbs/11c_retrieval.ipynb #de81674d
 def bm25_idf(docs, epsilon=0.25):
-    """Okapi idf of every term, ln((N - n_t + 0.5) / (n_t + 0.5)), with negative values floored.
+    """Okapi idf of every term, ln((N - n_t + 0.5) / (n_t + 0.5)), negatives floored.
 
-    n_t is the number of the N documents that contain term t. Terms in more than half of the
-    documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become epsilon times the
-    mean idf over all terms.
+    n_t is the number of the N documents that contain term t. Terms in more than half
+    of the documents get a negative idf; as in `rank_bm25.BM25Okapi`, those become
+    epsilon times the mean idf over all terms.
 
     Args:
         docs: list of token lists.
@@ -85,43 +85,37 @@ def bm25_idf(docs, epsilon=0.25):
     floor = epsilon * sum(idf.values()) / len(idf) if idf else 0.0
     return {t: (floor if v < 0 else v) for t, v in idf.items()}
 
+# %% ../nbs/11c_retrieval.ipynb #b09fd643
+def _check_bm25(query, docs, k1, b):
+    _check_docs(docs)
+    _check_tokens("query", query)
+    return check_float("k1", k1, min=0), check_float("b", b, min=0, max=1)
+
 # %% ../nbs/11c_retrieval.ipynb #844da077
 def bm25_scores(query, docs, k1=1.5, b=0.75, epsilon=0.25):
-    """BM25 score of every document of `docs` for `query` (Okapi BM25, as `rank_bm25.BM25Okapi`).
+    """BM25 score of every document of `docs` for `query`, as `rank_bm25.BM25Okapi`.
 
-    A query term that occurs twice counts twice; a term absent from every document adds nothing.
-
-    Args:
-        query: list of tokens q_1..q_m.
-        docs: list of token lists (the collection).
-        k1: term-frequency saturation, >= 0.
-        b: length normalisation, in [0, 1].
-        epsilon: idf floor factor (see `bm25_idf`).
-
-    Returns:
-        A list of floats, one per document.
+    `query` is a list of tokens q_1..q_m and `docs` a list of token lists; `k1` >= 0
+    saturates repeated terms, `b` in [0, 1] discounts long documents and `epsilon`
+    floors negative idfs (`bm25_idf`). A query term that occurs twice counts twice.
 
     Example:
         >>> docs = [["red", "rose"], ["blue", "sky"], ["red", "sky", "at", "night"]]
         >>> [round(s, 3) for s in bm25_scores(["red", "rose"], docs)]
         [0.624, 0.0, 0.035]
     """
-    _check_docs(docs)
-    _check_tokens("query", query)
-    k1 = check_float("k1", k1, min=0)
-    b = check_float("b", b, min=0, max=1)
+    k1, b = _check_bm25(query, docs, k1, b)
     idf = bm25_idf(docs, epsilon)
     avgdl = sum(len(d) for d in docs) / len(docs)
     scores = []
     for d in docs:
-        f = Counter(d)  # f(q, D)
-        norm = k1 * (1 - b + b * len(d) / avgdl)
-        scores.append(
-            sum(
-                idf.get(q, 0.0) * f[q] * (k1 + 1) / (f[q] + norm) for q in query if f[q]
-            )
-            + 0.0
-        )  # absent terms add 0
+        f = Counter(d)  # f(q, D): term counts of this document
+        norm = k1 * (1 - b + b * len(d) / avgdl)  # the length discount
+        s = 0.0
+        for q in query:  # a term that occurs twice in the query counts twice
+            if f[q]:  # terms absent from D add 0
+                s += idf[q] * f[q] * (k1 + 1) / (f[q] + norm)
+        scores.append(s)
     return scores
 
 # %% ../nbs/11c_retrieval.ipynb #1f101ff7

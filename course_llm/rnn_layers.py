@@ -15,9 +15,9 @@ from .core import check_bool, check_positive_int, check_tensor
 from .rnn_cells import LSTMCell, RNNCell
 
 # %% ../nbs/03d_rnn_layers.ipynb #fd67e0e1
-class _Recurrent(nn.Module):
-    """Shared unrolling of stacked, optionally bidirectional, recurrent layers (batch
-    first)."""
+class _RecurrentLoop(nn.Module):
+    """Stacked, optionally bidirectional, recurrent layers (batch first), unrolled by a
+    Python loop over time."""
 
     _mode = ""
 
@@ -48,8 +48,8 @@ class _Recurrent(nn.Module):
         raise NotImplementedError
 
     def _run_direction(self, cell, x, state, mask, reverse):
-        # x: (B, T, d_in); mask: (B, T, 1) bool or None. Returns outputs (B,
-        # T, n_out), final state.
+        # x: (B, T, d_in); mask: (B, T, 1) or None. Returns outputs (B, T, n_out)
+        # and the final state.
         pre = cell.input_part(x)  # (B, T, G*n): no recurrence needed
         T = x.shape[1]
         outs = [None] * T
@@ -83,8 +83,10 @@ class _Recurrent(nn.Module):
             ]  # (B, T, 1)
             mask = mask.to(x.dtype)
         init = self._split_state(state, B, x)
-        if self.fused:
-            return self._fused_forward(x, init, lengths)
+        return self._unroll(x, init, mask, lengths)
+
+    def _unroll(self, x, init, mask, lengths):
+        # the teaching path: every layer, every direction, one step at a time
         finals = []
         inp = x
         for layer in range(self.num_layers):
@@ -99,12 +101,16 @@ class _Recurrent(nn.Module):
             inp = torch.cat(outs, dim=-1)  # (B, T, D * n_out)
         return inp, self._join_state(finals)
 
-    def _fused_forward(self, x, init, lengths):
-        # The same recurrence through PyTorch's fused kernel (torch.lstm /
-        # torch.rnn_tanh), with
-        # our parameters: no Python loop over time. Padded batches go through
-        # a packed sequence,
-        # whose semantics are the loop's (padded steps keep the state and output zeros).
+# %% ../nbs/03d_rnn_layers.ipynb #e2eb7833
+class _RecurrentFused(_RecurrentLoop):
+    """The same layers, run through PyTorch's fused kernel unless ``fused=False``."""
+
+    def _unroll(self, x, init, mask, lengths):
+        if not self.fused:
+            return super()._unroll(x, init, mask, lengths)
+        # torch.lstm / torch.rnn_tanh with our parameters: no Python loop over time.
+        # Padded batches go through a packed sequence, whose semantics are the
+        # loop's (padded steps keep the state and output zeros).
         flat = []
         for cell in self.cells:  # PyTorch's order: W_ih, W_hh, b_ih, b_hh(, W_hr)
             flat += [cell.W_u, cell.W_h, cell.b, torch.zeros_like(cell.b)]
@@ -138,6 +144,10 @@ class _Recurrent(nn.Module):
             )[0]
             final = [s.index_select(1, undo) for s in final]
         return out, (tuple(final) if lstm else final[0])
+
+# %% ../nbs/03d_rnn_layers.ipynb #21072688
+class _Recurrent(_RecurrentFused):
+    """The layers, with their weights copied from and to ``torch.nn.RNN``/``torch.nn.LSTM``."""
 
     def load_torch(self, module: nn.Module) -> "_Recurrent":
         """Copy the weights of a ``torch.nn.RNN``/``torch.nn.LSTM`` with the same configuration.

@@ -11,24 +11,11 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .checkpoints import latest_checkpoint, load_weights, save_weights
+from .checkpoints import latest_checkpoint
 from .core import set_seed
 from .distributed import setup_distributed
-from .optim import cosine_schedule, param_groups
-from course_llm.trainer import (
-    NonFiniteLossError,
-    TrainConfig,
-    Trainer,
-    autocast_dtype,
-    plot_history,
-)
-
-# Re-exported, so that `from course_llm.train import Trainer` and the like keep
-# working; not in
-# `__all__`, so that the API reference documents each name once, in its own module.
-# autocast_dtype, TrainConfig, NonFiniteLossError, Trainer, plot_history,
-# setup_distributed,
-# save_weights, load_weights, latest_checkpoint, cosine_schedule, param_groups.
+from .train_config import TrainConfig
+from .trainer import Trainer
 
 # %% auto #0
 __all__ = ['build_model', 'main']
@@ -78,7 +65,7 @@ def build_model(
         TypeError: `kwargs` or `config` is not a dict, or the factory did not return an ``nn.Module``.
 
     Example:
-        >>> m = build_model("course_llm.gpt:GPT", config=dict(vocab_size=65, block_size=32, n_layer=1,
+        >>> m = build_model("course_llm.gpt:GPT", config=dict(vocab_size=65, max_len=32, n_layer=1,
         ...                 d_model=32, n_head=2))
         >>> type(m).__name__, m.config.n_layer, m.config.position
         ('GPT', 1, 'learned')
@@ -141,8 +128,8 @@ def main(argv=None) -> dict:
     added to the model's arguments) or ``--train-ids``/``--val-ids`` (files written with
     ``torch.save`` of 1-D id tensors). For a model built from a configuration object, such as
     ``--model course_llm.gpt:GPT``, give its fields with ``--model-config JSON`` (see
-    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``block_size`` (from the
-    training configuration) are filled in when the JSON leaves them out. ``torchrun --nproc_per_node=N -m course_llm.train ...``
+    :func:`build_model`); ``vocab_size`` (with ``--corpus``) and ``max_len`` (the
+    training configuration's ``seq_len``) are filled in when the JSON leaves them out. ``torchrun --nproc_per_node=N -m course_llm.train ...``
     runs the same script as N data-parallel processes. ``--resume`` continues from the latest
     checkpoint in ``--out``. Returns the history (on every process).
     """
@@ -203,10 +190,8 @@ def main(argv=None) -> dict:
         fields_in = (
             model_config if model_config is not None else kwargs
         )  # where vocab_size goes
-        if model_config is not None and not {"max_len", "block_size"} & set(
-            model_config
-        ):
-            model_config["block_size"] = config.block_size  # the context of the data
+        if model_config is not None and "max_len" not in model_config:
+            model_config["max_len"] = config.seq_len  # the context of the data
         if args.corpus is not None:
             from course_llm.data import corpus_splits
             from course_llm.tokenizers import CharTokenizer

@@ -17,22 +17,22 @@ __all__ = ['TrainConfig']
 class TrainConfig:
     """Hyperparameters of :class:`Trainer`.
 
-    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of ``block_size``
+    One optimizer step sees ``batch_size * grad_accum * world_size`` windows of ``seq_len``
     tokens: `batch_size` windows per process and micro-step, `grad_accum` micro-steps, one
     process per GPU (`world_size`, set by ``torchrun``).
 
     Attributes:
         max_steps: optimizer steps in the whole run.
         batch_size: windows per process per micro-step.
-        block_size: tokens per window (the context length T).
+        seq_len: tokens per window (the context length T).
         grad_accum: micro-steps whose gradients are summed before each optimizer step.
         max_lr: peak learning rate (after warm-up).
         min_lr: learning rate at the end of the cosine decay.
         warmup_steps: linear warm-up steps.
         weight_decay: AdamW decay on matrices (see :func:`param_groups`).
         betas: AdamW's beta_1, beta_2.
-        eps: AdamW's epsilon.
-        grad_clip: clip the global gradient norm to this (0 = no clipping).
+        adam_eps: AdamW's epsilon.
+        max_grad_norm: clip the global gradient norm to this (0 = no clipping).
         eval_interval: evaluate (and checkpoint, if `out_dir`) every this many steps.
         eval_tokens: at most this many validation tokens per evaluation (None = all).
         seed: seed of the batch sampler (`Trainer` adds ``COURSE_LLM_SEED``).
@@ -42,21 +42,21 @@ class TrainConfig:
         mixed_precision: bf16 autocast where supported (see :func:`autocast_dtype`).
 
     Example:
-        >>> TrainConfig(batch_size=8, grad_accum=4, block_size=64).tokens_per_step(world_size=2)
+        >>> TrainConfig(batch_size=8, grad_accum=4, seq_len=64).tokens_per_step(world_size=2)
         4096
     """
 
     max_steps: int = 1000
     batch_size: int = 32
-    block_size: int = 128
+    seq_len: int = 128
     grad_accum: int = 1
     max_lr: float = 1e-3
     min_lr: float = 1e-4
     warmup_steps: int = 100
     weight_decay: float = 0.1
     betas: tuple = (0.9, 0.95)
-    eps: float = 1e-8
-    grad_clip: float = 1.0
+    adam_eps: float = 1e-8
+    max_grad_norm: float = 1.0
     eval_interval: int = 100
     eval_tokens: int | None = 32768
     seed: int = 0
@@ -69,7 +69,7 @@ class TrainConfig:
         for name in (
             "max_steps",
             "batch_size",
-            "block_size",
+            "seq_len",
             "grad_accum",
             "eval_interval",
             "keep_checkpoints",
@@ -81,8 +81,10 @@ class TrainConfig:
         self.max_lr = check_float("max_lr", self.max_lr, min=0, min_open=True)
         self.min_lr = check_float("min_lr", self.min_lr, min=0, max=self.max_lr)
         self.weight_decay = check_float("weight_decay", self.weight_decay, min=0)
-        self.eps = check_float("eps", self.eps, min=0, min_open=True)
-        self.grad_clip = check_float("grad_clip", self.grad_clip, min=0)  # 0 = off
+        self.adam_eps = check_float("adam_eps", self.adam_eps, min=0, min_open=True)
+        self.max_grad_norm = check_float(
+            "max_grad_norm", self.max_grad_norm, min=0
+        )  # 0 = off
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
             raise ValueError(
                 f"`betas` must be a pair (beta_1, beta_2), got {self.betas!r}"
@@ -106,7 +108,7 @@ class TrainConfig:
 
     def tokens_per_step(self, world_size: int = 1) -> int:
         """Tokens in one optimizer step across all processes."""
-        return self.batch_size * self.grad_accum * world_size * self.block_size
+        return self.batch_size * self.grad_accum * world_size * self.seq_len
 
     def lr(self, step: int) -> float:
         """The learning rate of optimizer step `step` (see :func:`cosine_schedule`)."""

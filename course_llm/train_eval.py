@@ -102,7 +102,7 @@ def autocast_context(device, dtype: torch.dtype | None):
 def evaluate_loss(
     model: nn.Module,
     ids,
-    block_size: int,
+    seq_len: int,
     batch_size: int = 8,
     max_tokens: int | None = None,
     amp_dtype: torch.dtype | None = None,
@@ -120,11 +120,11 @@ def evaluate_loss(
         ...         logits = torch.zeros(*idx.shape, 4)  # (B, T, V)
         ...         return logits, nn.functional.cross_entropy(
         ...             logits.flatten(0, 1), targets.flatten())
-        >>> round(evaluate_loss(Zeros(), torch.arange(33) % 4, block_size=8), 4)
+        >>> round(evaluate_loss(Zeros(), torch.arange(33) % 4, seq_len=8), 4)
         1.3863
     """
     ids = as_token_ids("ids", ids, model_vocab_size(model))
-    T = check_positive_int("block_size", block_size)
+    T = check_positive_int("seq_len", seq_len)
     check_positive_int("batch_size", batch_size)
     if max_tokens is not None:
         ids = ids[: max(check_positive_int("max_tokens", max_tokens), T) + 1]

@@ -15,11 +15,15 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .checkpoints import read_checkpoint, write_checkpoint
-from .core import check_positive_int, generator
+from course_llm.checkpoints import (
+    check_optimizer_state,
+    read_checkpoint,
+    write_checkpoint,
+)
+from .core import extends, check_positive_int, generator
 from .data import TokenDataset, get_batch
 from .distributed import rank_info
-from .optim import adamw, param_groups
+from .optim import NonFiniteLossError, adamw, param_groups
 from .train_config import TrainConfig
 from course_llm.train_eval import (
     as_token_ids,
@@ -27,14 +31,10 @@ from course_llm.train_eval import (
     evaluate_loss,
     model_vocab_size,
     next_token_loss,
-    plot_history,
 )
 
-# re-exported: TrainConfig has its own section (7.7), plot_history 7.8
-_all_ = ["TrainConfig", "plot_history"]
-
 # %% auto #0
-__all__ = ['autocast_dtype', 'NonFiniteLossError', 'Trainer', 'TrainConfig', 'plot_history']
+__all__ = ['autocast_dtype', 'Trainer']
 
 # %% ../nbs/07b_training.ipynb #619538f0
 def autocast_dtype(device) -> torch.dtype | None:
@@ -53,10 +53,6 @@ def autocast_dtype(device) -> torch.dtype | None:
         return torch.bfloat16
     return None
 
-# %% ../nbs/07b_training.ipynb #a126a32f
-class NonFiniteLossError(RuntimeError):
-    """Training stopped because the loss or the gradient norm was NaN or infinite."""
-
 # %% ../nbs/07b_training.ipynb #a2ec222f
 def _config_dict(model) -> dict | None:
     config = getattr(model, "config", None)
@@ -64,7 +60,7 @@ def _config_dict(model) -> dict | None:
         return json.loads(json.dumps(asdict(config), default=str))
     return None
 
-# %% ../nbs/07b_training.ipynb #9e3813b1
+# %% ../nbs/07b_training.ipynb #7d8d9000
 class Trainer:
     """The DTraining loop of Phuong and Hutter (2022), with the practice of modern pretraining.
 
@@ -90,7 +86,7 @@ class Trainer:
         ...         logits = self.table(idx)
         ...         return logits, nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
         >>> ids = torch.arange(200) % 5
-        >>> trainer = Trainer(Bigram(), ids, ids, TrainConfig(max_steps=30, batch_size=4, block_size=8,
+        >>> trainer = Trainer(Bigram(), ids, ids, TrainConfig(max_steps=30, batch_size=4, seq_len=8,
         ...                   warmup_steps=0, max_lr=0.3, min_lr=0.3, eval_interval=30))
         >>> history = trainer.fit()
         >>> history["val_loss"][-1] < 0.1
@@ -129,14 +125,14 @@ class Trainer:
             if val_ids is None
             else as_token_ids("val_ids", val_ids, self.vocab_size)
         )
-        get_batch(self.train_ids, 1, config.block_size)  # enough ids for one window
+        get_batch(self.train_ids, 1, config.seq_len)  # enough ids for one window
         if self.val_ids is not None:
-            TokenDataset(self.val_ids, config.block_size)
+            TokenDataset(self.val_ids, config.seq_len)
         self.optimizer = adamw(
             param_groups(model, config.weight_decay),
             lr=config.max_lr,
             betas=config.betas,
-            eps=config.eps,
+            eps=config.adam_eps,
         )
         self.generator = generator(config.seed)  # + COURSE_LLM_SEED
         self.amp_dtype = autocast_dtype(self.device) if config.mixed_precision else None
@@ -150,7 +146,9 @@ class Trainer:
         }
         self.last_checkpoint = None
 
-    # ----- one step -------------------------------------------------------------------
+# %% ../nbs/07b_training.ipynb #d7191ed7
+@extends(Trainer)
+class _OneStep:
     def _autocast(self):
         return autocast_context(self.device, self.amp_dtype)
 
@@ -160,7 +158,7 @@ class Trainer:
         x, y = get_batch(
             self.train_ids,
             B * self.world_size,
-            self.config.block_size,
+            self.config.seq_len,
             generator=self.generator,
         )
         part = slice(self.rank * B, (self.rank + 1) * B)
@@ -189,9 +187,9 @@ class Trainer:
         if self.world_size > 1:
             dist.all_reduce(total, op=dist.ReduceOp.AVG)
         loss_value = total.item()
-        if cfg.grad_clip > 0:
+        if cfg.max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(
-                self.raw_model.parameters(), cfg.grad_clip
+                self.raw_model.parameters(), cfg.max_grad_norm
             )
         else:
             norm = torch.nn.utils.get_total_norm(
@@ -217,7 +215,9 @@ class Trainer:
         self.step += 1
         return loss_value
 
-    # ----- evaluation -----------------------------------------------------------------
+# %% ../nbs/07b_training.ipynb #96cce237
+@extends(Trainer)
+class _Evaluation:
     def evaluate(self, ids=None) -> float:
         """Mean next-token loss (nats per token) on consecutive windows of `ids` (default: val).
 
@@ -233,13 +233,15 @@ class Trainer:
         return evaluate_loss(
             self.raw_model,
             ids,
-            cfg.block_size,
+            cfg.seq_len,
             cfg.batch_size,
             max_tokens=cfg.eval_tokens,
             amp_dtype=self.amp_dtype,
         )
 
-    # ----- the loop -------------------------------------------------------------------
+# %% ../nbs/07b_training.ipynb #c13b37bb
+@extends(Trainer)
+class _Loop:
     def fit(self, steps: int | None = None) -> dict:
         """Train until `max_steps` (or for `steps` more steps); return the history.
 
@@ -286,7 +288,9 @@ class Trainer:
         if self.config.out_dir is not None:
             self.save_checkpoint()
 
-    # ----- checkpoints ----------------------------------------------------------------
+# %% ../nbs/07b_training.ipynb #f161b644
+@extends(Trainer)
+class _Checkpoints:
     def save_checkpoint(self, out_dir=None) -> Path:
         """Write ``step_NNNNNN/`` (weights, optimizer and RNG state, JSON) and point ``latest.json`` at it.
 
@@ -332,6 +336,29 @@ class Trainer:
         self.last_checkpoint = out_dir / f"step_{self.step:06d}"
         return self.last_checkpoint
 
+    def _check_resumable(self, ckpt):
+        """Everything `load_checkpoint` needs, checked before anything is assigned."""
+        state = ckpt.state
+        missing = {"optimizer", "generator", "torch_rng"} - set(state)
+        if missing or not isinstance(ckpt.info.get("history"), dict):
+            raise ValueError(
+                f"checkpoint {ckpt.path} is not a Trainer's: optimizer.pt lacks "
+                f"{sorted(missing)} or state.json lacks the history"
+            )
+        check_optimizer_state(self.optimizer, state["optimizer"])
+        for key, now in (
+            ("generator", self.generator.get_state()),
+            ("torch_rng", torch.get_rng_state()),
+        ):
+            v = state[key]
+            if not (
+                torch.is_tensor(v) and v.dtype == now.dtype and v.shape == now.shape
+            ):
+                raise ValueError(
+                    f"checkpoint {ckpt.path}: optimizer.pt's {key!r} is not a random "
+                    "generator state of this PyTorch"
+                )
+
     def load_checkpoint(self, path) -> int:
         """Restore weights, optimizer, RNG state, step and history from a checkpoint folder
         (or from the latest one in an `out_dir`); return the step training resumes at.
@@ -342,13 +369,7 @@ class Trainer:
                 or the checkpoint belongs to a model of another configuration (the message lists
                 the mismatched keys).
         """
-        ckpt = read_checkpoint(path, self.raw_model)
-        missing = {"optimizer", "generator", "torch_rng"} - set(ckpt.state)
-        if missing or not isinstance(ckpt.info.get("history"), dict):
-            raise ValueError(
-                f"checkpoint {ckpt.path} is not a Trainer's: optimizer.pt lacks "
-                f"{sorted(missing)} or state.json lacks the history"
-            )
+        ckpt = read_checkpoint(path, self.raw_model, check=self._check_resumable)
         state = ckpt.state
         # the saved groups carry the saver's AdamW kernel (fused or not); keep this machine's
         kernels = [(g["fused"], g["foreach"]) for g in self.optimizer.param_groups]

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .core import generator
+from .optim import fit
 from .layers import TransformerBlock, TransformerConfig
 
 # %% ../nbs/09c_vit.ipynb #0e161f9b
@@ -47,38 +48,40 @@ def digits_splits(test_fraction=0.25, seed=0):
     return X[i_train], y[i_train], X[i_test], y[i_test]
 
 # %% ../nbs/09c_vit.ipynb #e93c2b9a
-def patchify(images, patch_size):
-    """Cut images into non-overlapping square patches, each flattened to a vector.
-
-    Patches are in row-major order; each is flattened in (channel, row, column) order, the
-    layout of ``torch.nn.functional.unfold(images, patch_size, stride=patch_size).transpose(1, 2)``.
-
-    Args:
-        images: (batch, C, H, W) tensor with H and W divisible by `patch_size`.
-        patch_size: side p of each patch.
-
-    Returns:
-        A (batch, H W / p^2, C p^2) tensor.
-
-    Example:
-        >>> x = torch.arange(16.).reshape(1, 1, 4, 4)
-        >>> patchify(x, 2)[0, 1]
-        tensor([2., 3., 6., 7.])
-    """
+def _check_patchify(images, patch_size):
+    """Raise a ValueError naming the argument unless `images` is (batch, C, H, W) with H and W
+    divisible by a positive int `patch_size`."""
     if not isinstance(images, torch.Tensor) or images.dim() != 4:
-        raise ValueError(
-            f"`images` must be a (batch, C, H, W) tensor, got "
-            f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}"
+        got = (
+            tuple(images.shape)
+            if isinstance(images, torch.Tensor)
+            else type(images).__name__
         )
+        raise ValueError(f"`images` must be a (batch, C, H, W) tensor, got {got}")
     if not isinstance(patch_size, int) or patch_size < 1:
         raise ValueError(f"`patch_size` must be a positive int, got {patch_size!r}")
+    H, W = images.shape[-2:]
+    if H % patch_size or W % patch_size:
+        raise ValueError(
+            f"image size {H}x{W} is not divisible by `patch_size` {patch_size}; crop "
+            "or pad the images"
+        )
+
+# %% ../nbs/09c_vit.ipynb #75e5fbe0
+def patchify(images, patch_size):
+    """Cut images (batch, C, H, W) into flattened p x p patches: (batch, n, C p^2).
+
+    The n = H W / p^2 patches come in row-major order, each flattened as (channel, row,
+    column): the layout of
+    ``F.unfold(images, p, stride=p).transpose(1, 2)``.
+
+    Example:
+        >>> patchify(torch.arange(16.).reshape(1, 1, 4, 4), 2)[0, 1]
+        tensor([2., 3., 6., 7.])
+    """
+    _check_patchify(images, patch_size)
     B, C, H, W = images.shape
     p = patch_size
-    if H % p or W % p:
-        raise ValueError(
-            f"image size {H}x{W} is not divisible by `patch_size` {p}; crop or pad "
-            "the images"
-        )
     x = images.reshape(B, C, H // p, p, W // p, p)  # (B, C, H/p, p, W/p, p)
     x = x.permute(0, 2, 4, 1, 3, 5)  # (B, H/p, W/p, C, p, p)
     return x.reshape(B, (H // p) * (W // p), C * p * p)  # (B, n, C p^2)
@@ -230,11 +233,11 @@ def accuracy(model, images, labels, batch_size=512):
 def train_classifier(
     model, images, labels, epochs=20, batch_size=64, lr=3e-3, weight_decay=0.01, seed=0
 ):
-    """Train `model` (images -> logits) with AdamW and cross-entropy; return the per-epoch mean loss.
+    """Train `model` (images -> logits) with cross-entropy; return the per-epoch mean loss.
 
-    Each epoch visits the images in an order drawn from
-    `course_llm.core.generator(seed)`, so ``COURSE_LLM_SEED`` moves it along with the
-    chapter's other seeds.
+    The loop is `course_llm.optim.fit` (AdamW, decay on matrices only, constant `lr`). Each
+    epoch visits the images in an order drawn from `course_llm.core.generator(seed)`, so
+    ``COURSE_LLM_SEED`` moves it along with the chapter's other seeds.
 
     Example:
         >>> torch.manual_seed(0) and None
@@ -244,27 +247,34 @@ def train_classifier(
         >>> losses[-1] < losses[0]
         True
     """
-    if len(images) != len(labels):
+    if len(images) != len(labels) or len(labels) == 0:
         raise ValueError(
-            f"`images` and `labels` must be equally long, got {len(images)}, "
-            f"{len(labels)}"
+            "`images` and `labels` must be non-empty and equally long, got "
+            f"{len(images)}, {len(labels)}"
         )
     if epochs < 1 or batch_size < 1:
         raise ValueError(
             f"`epochs` and `batch_size` must be positive, got {epochs}, {batch_size}"
         )
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    g = generator(seed)  # COURSE_LLM_SEED moves the batch order too
-    model.train()
-    history = []
-    for _ in range(epochs):
-        order, total = torch.randperm(len(images), generator=g), 0.0
-        for i in range(0, len(images), batch_size):
-            idx = order[i : i + batch_size]
-            loss = nn.functional.cross_entropy(model(images[idx]), labels[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        history.append(total / len(images))
-    return history
+    n, g = len(images), generator(seed)  # COURSE_LLM_SEED moves the batch order too
+    starts = range(0, n, batch_size)
+
+    def shuffled_batches():
+        while True:
+            order = torch.randperm(n, generator=g)
+            for i in starts:
+                idx = order[i : i + batch_size]
+                yield images[idx], labels[idx]
+
+    stream = shuffled_batches()
+    losses = fit(
+        model,
+        lambda: next(stream),
+        lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1]),
+        steps=epochs * len(starts),
+        lr=lr,
+        weight_decay=weight_decay,
+    )
+    sizes = [min(batch_size, n - i) for i in starts]
+    per_epoch = [losses[e * len(starts) : (e + 1) * len(starts)] for e in range(epochs)]
+    return [sum(l * s for l, s in zip(ls, sizes)) / n for ls in per_epoch]

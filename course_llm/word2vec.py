@@ -6,8 +6,6 @@ __all__ = ['skipgram_pairs', 'SkipGram', 'noise_distribution', 'train_skipgram',
 
 # %% ../nbs/04_word_vectors.ipynb #050a530e
 import hashlib
-import math
-from collections import Counter
 from typing import Optional, Sequence
 
 import safetensors.torch

@@ -25,20 +25,8 @@ def count_words(text: str, lowercase: bool = True) -> Counter:
     return Counter(pre_tokenize(bert_normalize(text, lowercase)))
 
 # %% ../nbs/09e_wordpiece_training.ipynb #19397615
-def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> dict:
-    """Score every pair of adjacent pieces. ``"frequency"`` (BPE's rule) is count(ab);
-    ``"likelihood"`` (WordPiece's rule) is count(ab) / (count(a) count(b)).
-
-    Args:
-        splits: ``{word: [pieces]}``, the current segmentation of every word.
-        counts: ``{word: count}``.
-
-    Example:
-        >>> splits = {"hug": ["h", "##u", "##g"], "hugs": ["h", "##u", "##g", "##s"]}
-        >>> s = pair_scores(splits, {"hug": 10, "hugs": 5})
-        >>> round(s[("##g", "##s")], 4), round(s[("h", "##u")], 4)
-        (0.0667, 0.0667)
-    """
+def _check_pair_scores_args(splits, counts, criterion):
+    """Raise a TypeError/ValueError naming the bad argument of `pair_scores`."""
     check_choice("criterion", criterion, ("likelihood", "frequency"))
     if not isinstance(splits, dict) or not isinstance(counts, dict):
         raise TypeError(
@@ -49,7 +37,20 @@ def pair_scores(splits: dict, counts: dict, criterion: str = "likelihood") -> di
         raise ValueError(
             f"`splits` lacks the words {missing[:3]} of `counts`; split every word"
         )
-    unit, pair = Counter(), Counter()
+
+# %% ../nbs/09e_wordpiece_training.ipynb #aa8cc524
+def pair_scores(splits, counts, criterion="likelihood"):
+    """Score every pair of adjacent pieces: ``"frequency"`` (BPE's rule) is count(ab),
+    ``"likelihood"`` (WordPiece's rule) count(ab) / (count(a) count(b)).
+
+    Example:
+        >>> splits = {"hug": ["h", "##u", "##g"], "hugs": ["h", "##u", "##g", "##s"]}
+        >>> s = pair_scores(splits, {"hug": 10, "hugs": 5})
+        >>> round(s[("##g", "##s")], 4), round(s[("h", "##u")], 4)
+        (0.0667, 0.0667)
+    """
+    _check_pair_scores_args(splits, counts, criterion)
+    unit, pair = Counter(), Counter()  # count(a), count(ab), weighted by word counts
     for w, n in counts.items():
         s = splits[w]
         for t in s:

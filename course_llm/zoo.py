@@ -12,7 +12,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 
 from .core import check_int, check_token_ids
-from .gpt import GPT, GPTConfig
+from .gpt import GPT
+from .gpt_config import GPTConfig
 from .tokenizers import CharTokenizer
 
 # %% auto #0
@@ -37,7 +38,7 @@ def stream_loss(
         batch_size: windows per model call (memory: ``batch_size * context`` logits rows).
 
     Example:
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, block_size=8, n_layer=1, d_model=8, n_head=2))
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8, n_head=2))
         >>> ids = torch.arange(20) % 5
         >>> a, b = stream_loss(m, ids, 8, stride=8), stream_loss(m, ids, 8, stride=3)
         >>> a > 0 and b > 0

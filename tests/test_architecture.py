@@ -28,7 +28,7 @@ RANK = {
     "positions": LAYER, "norms": LAYER, "feedforward": LAYER,
     "ngram": MODELS, "bow": MODELS, "word2vec": MODELS, "rnn": MODELS, "rnn_cells": MODELS,
     "rnn_layers": MODELS, "rnn_classifier": MODELS, "elmo": MODELS, "gpt": MODELS,
-    "bert": MODELS, "t5": MODELS, "relative_bias": LAYER, "t5_hf": MODELS, "vit": MODELS, "gpt_config": MODELS, "gpt_hf": MODELS,
+    "bert": MODELS, "t5": MODELS, "relative_bias": LAYER, "t5_hf": MODELS, "t5_config": MODELS, "bert_config": MODELS, "bert_hf": MODELS, "vit": MODELS, "gpt_config": MODELS, "gpt_hf": MODELS,
     "gguf": MODELS,
     "generate": TRAIN, "speculative": TRAIN, "trainer": TRAIN, "train": TRAIN, "train_config": TRAIN,
     "checkpoints": TRAIN, "distributed": TRAIN, "train_eval": TRAIN, "mlm": TRAIN, "objectives": TRAIN, "zoo": TRAIN,
@@ -135,3 +135,25 @@ def test_one_definition_per_exported_cell():
         if n > 1:
             crowded.append(f"{where}: {n} definitions")
     assert not crowded, "split these exported cells, one definition each:\n" + "\n".join(crowded)
+
+
+def test_no_import_cycles():
+    """Issue #32 item 3: no module reaches itself through imports, function-level ones included
+    (`imports` walks the whole tree). Within one layer the arrows may point either way, so the
+    layers alone do not rule cycles out; this test does."""
+    graph = {m: {t for _, t, _ in imports(m) if t in MODULES and t != m} for m in MODULES}
+    cycles, state = [], {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for t in sorted(graph[m]):
+            if state.get(t) == "open":
+                cycles.append(" -> ".join(path[path.index(t):] + [t]))
+            elif t not in state:
+                visit(t, path + [t])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)

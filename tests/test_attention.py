@@ -9,8 +9,9 @@ from concat_cache import ConcatCache
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_llm.attention import (CrossCache, MultiHeadAttention, causal_mask, explicit_attention, padding_mask,
-                                  repeat_kv, scaled_dot_product_attention)
+from course_llm.kv_cache import CrossCache
+from course_llm.attention import MultiHeadAttention, explicit_attention, repeat_kv, scaled_dot_product_attention
+from course_llm.masks import causal_mask, padding_mask
 
 torch.set_num_threads(1)
 
@@ -262,6 +263,23 @@ def test_second_probe_round_is_refused_by_name(call, err, arg):
         call()
 
 
-def test_cross_cache_is_reexported_from_kv_cache():
-    from course_llm import attention, kv_cache
-    assert attention.CrossCache is kv_cache.CrossCache
+def test_module_checks_a_bad_mask_once_built():
+    """The module skips the q, k, v checks it made true by construction, not the user's mask."""
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="broadcast"):
+        mha(torch.randn(2, 5, 8), mask=torch.ones(3, 3, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask"):
+        mha(torch.randn(2, 5, 8), mask=[[True]])
+
+
+@pytest.mark.parametrize("n_kv_head", [4, 2, 1])
+def test_module_fast_path_equals_its_weights_path_with_gqa_and_padding(n_kv_head):
+    """The fused kernel path of forward equals explicit_attention's (need_weights=True)."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, n_kv_head=n_kv_head, causal=True).eval()
+    x = torch.randn(2, 6, 16)
+    keep = padding_mask(torch.tensor([[1] * 6, [1] * 4 + [0] * 2]))
+    fast = mha(x, mask=keep)
+    slow, weights = mha(x, mask=keep, need_weights=True)
+    assert torch.allclose(fast, slow, atol=1e-6)
+    assert torch.equal(weights[1, :, :, 4:], torch.zeros(4, 6, 2))  # padded keys unread

@@ -6,7 +6,8 @@ import torch
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
-from course_llm.bert import BERT, BERTConfig, load_minilm, minilm_path, sentence_embeddings  # noqa: E402
+from course_llm.bert import BERT, load_minilm, minilm_path, sentence_embeddings
+from course_llm.bert_config import BERTConfig
 
 
 @pytest.mark.parametrize("cfg", [dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
@@ -51,14 +52,14 @@ def test_minilm_parity():
 
 
 def _tiny():
-    return BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_positions=4))
+    return BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_len=4))
 
 
 def test_bad_inputs():
     m = _tiny()
     with pytest.raises(ValueError, match="token_type_ids"):
         m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 2]]))
-    with pytest.raises(ValueError, match="max_positions"):
+    with pytest.raises(ValueError, match="max_len"):
         m(torch.zeros(1, 5, dtype=torch.long))
 
 
@@ -72,7 +73,7 @@ def test_token_type_ids_in_range_accepted():
     m = _tiny()
     with torch.no_grad():
         assert m(torch.tensor([[1, 2]]), token_type_ids=torch.tensor([[0, 1]])).shape == (1, 2, 8)
-        assert m(torch.tensor([[1, 2, 3, 4]])).shape == (1, 4, 8)          # exactly max_positions is fine
+        assert m(torch.tensor([[1, 2, 3, 4]])).shape == (1, 4, 8)          # exactly max_len is fine
 
 
 def test_too_long_names_max_position_embeddings():
@@ -130,10 +131,9 @@ def test_embeddings_with_our_wordpiece_match_sentence_transformers():
 
 @pytest.mark.parametrize("bad", [
     lambda: BERTConfig(vocab_size=0),
-    lambda: BERTConfig(eps=float("nan")),
+    lambda: BERTConfig(norm_eps=float("nan")),
     lambda: BERTConfig(d_model=10, n_head=3),
     lambda: BERTConfig(10),                                                # keywords only
-    lambda: BERTConfig(max_positions=8, max_len=16),
     lambda: BERT(BERTConfig(vocab_size=10, d_model=8, n_head=2, d_ff=16))(torch.tensor([[11]])),
     lambda: BERT(BERTConfig(vocab_size=10, d_model=8, n_head=2, d_ff=16))(torch.zeros(1, 0, dtype=torch.long)),
     lambda: BERT("config"),
@@ -143,13 +143,12 @@ def test_more_bad_inputs_raise(bad):
         bad()
 
 
-def test_config_names_and_old_aliases():
-    from course_llm.bert import BERTLayer
+def test_config_names_and_the_one_block():
     from course_llm.layers import TransformerBlock
-    c = BERTConfig(vocab_size=50, d_model=16, n_head=2, d_ff=32, max_positions=8, eps=1e-6)
-    assert (c.max_len, c.norm_eps, c.max_positions, c.eps) == (8, 1e-6, 8, 1e-6)
-    layer = BERTLayer(c)
-    assert isinstance(layer, TransformerBlock) and not layer.config.pre_norm
+    c = BERTConfig(vocab_size=50, d_model=16, n_head=2, d_ff=32, max_len=8, norm_eps=1e-6)
+    assert (c.max_len, c.norm_eps) == (8, 1e-6)
+    layer = TransformerBlock(c.block_config())
+    assert not layer.config.pre_norm and layer.config.norm_eps == 1e-6
     assert isinstance(BERT(c).layers[0], TransformerBlock)
 
 

@@ -204,3 +204,34 @@ def test_no_notebook_source_holds_a_control_character():
             for m in control.finditer(cell_source(cell)):
                 found.append(f"{path.relative_to(ROOT)} cell {i}: {cell_source(cell)[max(0, m.start() - 20):m.end() + 10]!r}")
     assert not found, f"control characters in notebook sources: {found[:5]}"
+
+
+def test_every_folded_definition_is_named_above_its_fold():
+    """Issue #33 item 3: a folded `#| export` cell is announced by its public definitions'
+    signatures and docstring summaries; cells in view (`#| exports`) and private names are not."""
+    import course_build
+
+    folded = ("#| export\ndef pairs(ids: list, counts=None) -> dict:\n"
+              '    """Count adjacent pairs.\n\n    More text.\n    """\n    return {}\n\n\n'
+              "def _helper(x):\n    return x\n")
+    shown = "#| exports\ndef merge(ids, pair, new_id):\n    \"\"\"Merge.\"\"\"\n    return ids\n"
+    klass = ("#| export\nclass Tok:\n    \"\"\"A tokenizer\n    over bytes.\"\"\"\n\n"
+             "    def __init__(self, vocab: int = 3):\n        self.vocab = vocab\n")
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": s, "outputs": []}
+                    for s in (folded, shown, klass)], "metadata": {}}
+    out = course_build.render_notebook(nb)["cells"]
+    kinds = [c["cell_type"] for c in out]
+    assert kinds == ["markdown", "code", "code", "markdown", "code"]
+    assert out[0]["source"] == ("**Library** `pairs(ids: list, counts=None) -> dict`: "
+                                "Count adjacent pairs.")
+    assert out[3]["source"] == "**Library** `class Tok(vocab: int=3)`: A tokenizer over bytes."
+
+
+def test_module_map_lists_every_module_with_its_chapter_and_layer():
+    """Issue #32 item 6: the appendix's module map, generated from the architecture test's table."""
+    import course_build
+
+    rst = course_build.module_map_rst(ROOT)
+    rows = [line for line in rst if line.startswith("   * - ``")]
+    assert len(rows) == len(course_build.api_modules())
+    assert not [line for line in rst if line.strip() == "- ?"], "a module without chapter or layer"

@@ -68,7 +68,7 @@ def test_train_classifier_equals_a_plain_adam_loop():
     ours, ref = BagOfWords(9), BagOfWords(9)
     with torch.no_grad():
         ours.a.normal_(); ref.a.copy_(ours.a)
-    losses = train_classifier(ours, seqs, labels, epochs=3, batch_size=16, lr=0.05, clip=0.5,
+    losses = train_classifier(ours, seqs, labels, epochs=3, batch_size=16, lr=0.05, max_grad_norm=0.5,
                               generator=torch.Generator().manual_seed(1))
     g, y = torch.Generator().manual_seed(1), 2 * torch.tensor(labels, dtype=torch.float32) - 1
     opt, ref_losses = torch.optim.Adam(ref.parameters(), lr=0.05), []
@@ -123,7 +123,7 @@ _ONE = [torch.tensor([1])]
     (lambda: train_classifier(_BOW, _ONE, [1], lr=float("nan")), ValueError, "lr"),
     (lambda: train_classifier(_BOW, _ONE, [1], lr=0), ValueError, "lr"),
     (lambda: train_classifier(_BOW, _ONE, [1], weight_decay=-1.0), ValueError, "weight_decay"),
-    (lambda: train_classifier(_BOW, _ONE, [1], clip=0.0), ValueError, "clip"),
+    (lambda: train_classifier(_BOW, _ONE, [1], max_grad_norm=0.0), ValueError, "max_grad_norm"),
     (lambda: train_classifier(_BOW, _ONE * 2, [1]), ValueError, "one label per sequence"),
     (lambda: train_classifier(_BOW, [], []), ValueError, "non-empty"),
     (lambda: train_classifier(lambda s: s, _ONE, [1]), TypeError, "model"),

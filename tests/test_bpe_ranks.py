@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from course_llm.bpe_ranks import (LONG_PIECE, NO_RANK, ChunkCache, _bpe_merge, _bpe_merge_fast,
                                   _bpe_merge_heap, _bpe_merge_heap_fast, bpe_merge,
                                   pair_rank_table)
-from course_llm.tokenizers import BPETokenizer, tiktoken_encoding
+from course_llm.fast_bpe import BPETokenizer
+from course_llm.bpe_files import tiktoken_encoding
 
 NAMES = ["gpt2", "cl100k_base"]
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

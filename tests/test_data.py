@@ -1,5 +1,7 @@
 """course_llm.data and course_llm.core: splits, batches, bad input."""
+import hashlib
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,7 @@ def test_get_batch_targets_are_next_tokens():
 
 def test_token_dataset_covers_every_target_once():
     ids = torch.arange(103)
-    ds = data.TokenDataset(ids, block_size=10)
+    ds = data.TokenDataset(ids, seq_len=10)
     targets = torch.cat([ds[i][1] for i in range(len(ds))])
     assert torch.equal(targets, ids[1:1 + 10 * len(ds)]) and len(ds) == 10
     with pytest.raises(IndexError):
@@ -116,6 +118,24 @@ def test_damaged_corpus_cache_is_detected_and_rebuilt(tmp_path, monkeypatch):
     assert data.load_corpus("bible") == want and not stale.exists()
 
 
+def test_shorter_cache_under_its_own_checksum_is_not_returned(tmp_path, monkeypatch):
+    # issue #31: a cache file named by the checksum of its own (shorter) bytes passed the
+    # old name-versus-content check; it must be checked against the source's corpus
+    want = data._build("bible")                                  # the oracle: the package
+    monkeypatch.setenv("COURSE_LLM_CACHE", str(tmp_path))
+    short = want.encode("utf-8")[:1000]
+    forged = tmp_path / f"bible-v2-{hashlib.sha256(short).hexdigest()[:16]}.txt"
+    forged.write_bytes(short)
+    with pytest.warns(UserWarning, match=str(forged)):
+        assert data.load_corpus("bible") == want
+    assert not forged.exists()
+    (cached,) = tmp_path.glob("bible-v2-*.txt")
+    assert cached.read_bytes() == want.encode("utf-8")
+    with warnings.catch_warnings():                              # the rebuilt cache is used
+        warnings.simplefilter("error")
+        assert data.load_corpus("bible") == want
+
+
 def test_damaged_cache_without_package_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_LLM_CACHE", str(tmp_path))
     data.load_corpus("bible")
@@ -133,8 +153,8 @@ def test_damaged_cache_without_package_names_the_file(tmp_path, monkeypatch):
     (lambda: data.get_batch(torch.tensor([True] * 10), 1, 3), TypeError, "int dtype"),
     (lambda: data.get_batch(["a", "b", "c"], 1, 1), TypeError, "ids"),
     (lambda: data.get_batch(torch.arange(10), True, 3), TypeError, "batch_size"),
-    (lambda: data.get_batch(torch.arange(10), 2, 3.0), TypeError, "block_size"),
-    (lambda: data.get_batch(torch.arange(10), 2, 0), ValueError, "block_size"),
+    (lambda: data.get_batch(torch.arange(10), 2, 3.0), TypeError, "seq_len"),
+    (lambda: data.get_batch(torch.arange(10), 2, 0), ValueError, "seq_len"),
     (lambda: data.get_batch(torch.arange(10), -1, 3), ValueError, "batch_size"),
     (lambda: data.get_batch(torch.arange(10), 2, 3, generator=0), TypeError, "generator"),
     (lambda: data.get_batch(torch.arange(0), 1, 1), ValueError, "ids"),

@@ -6,15 +6,17 @@ import pytest
 import torch
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
-from course_llm.generate import KVCache, beam_search, generate, make_kv_cache, top_k_filter, top_p_filter
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.kv_cache import KVCache, make_kv_cache
+from course_llm.generate import beam_search, generate, top_k_filter, top_p_filter
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 
 CONFIGS = {
-    "gpt2": lambda: GPTConfig.gpt2_style(vocab_size=64, block_size=48, n_layer=2, d_model=32, n_head=4),
-    "llama": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32, n_head=4),
-    "llama_gqa": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32,
+    "gpt2": lambda: GPTConfig.gpt2_style(vocab_size=64, max_len=48, n_layer=2, d_model=32, n_head=4),
+    "llama": lambda: GPTConfig.llama_style(vocab_size=64, max_len=48, n_layer=2, d_model=32, n_head=4),
+    "llama_gqa": lambda: GPTConfig.llama_style(vocab_size=64, max_len=48, n_layer=2, d_model=32,
                                                 n_head=4, n_kv_head=2),
-    "llama_mqa": lambda: GPTConfig.llama_style(vocab_size=64, block_size=48, n_layer=2, d_model=32,
+    "llama_mqa": lambda: GPTConfig.llama_style(vocab_size=64, max_len=48, n_layer=2, d_model=32,
                                                 n_head=4, n_kv_head=1),
 }
 
@@ -97,7 +99,7 @@ def seq_logprob(m, seqs, T):
 
 def test_brute_force_map_dominates():
     torch.manual_seed(0)
-    m = GPT(GPTConfig.gpt2_style(vocab_size=6, block_size=8, n_layer=1, d_model=16, n_head=2, init_std=0.5)).eval()
+    m = GPT(GPTConfig.gpt2_style(vocab_size=6, max_len=8, n_layer=1, d_model=16, n_head=2, init_std=0.5)).eval()
     idx, L = torch.tensor([[1]]), 4
     every = torch.tensor([[1, *s] for s in itertools.product(range(6), repeat=L)])
     best = seq_logprob(m, every, 1).max().item()
@@ -119,8 +121,8 @@ def test_eos_pads_and_stops():
 
 
 def brute_force_window(m, idx, n_new):
-    """Greedy decoding that reruns the model on the last block_size tokens at every step."""
-    out, L = idx, m.config.block_size
+    """Greedy decoding that reruns the model on the last max_len tokens at every step."""
+    out, L = idx, m.config.max_len
     with torch.no_grad():
         for _ in range(n_new):
             out = torch.cat([out, m(out[:, -L:])[0][:, -1].argmax(-1, keepdim=True)], 1)
@@ -131,7 +133,7 @@ def brute_force_window(m, idx, n_new):
 @pytest.mark.parametrize("T", [5, 47, 48, 70])
 def test_sliding_window_equals_brute_force(name, T):
     m, idx = model_of(name), prompt(B=2, T=T)
-    ref = brute_force_window(m, idx, 60)                       # block_size 48: 5 + 60 > 48
+    ref = brute_force_window(m, idx, 60)                       # max_len 48: 5 + 60 > 48
     assert torch.equal(generate(m, idx, 60, temperature=0), ref)
     assert torch.equal(generate(m, idx, 60, temperature=0, use_cache=False), ref)
 
@@ -191,7 +193,7 @@ def test_bad_beam_search():
         beam_search(m, p1, 2, 3, eos_id=99)
     with pytest.raises(ValueError, match="length_penalty"):
         beam_search(m, p1, 2, 3, length_penalty=float("nan"))
-    with pytest.raises(ValueError, match="block_size"):            # beam search does not slide
+    with pytest.raises(ValueError, match="max_len"):            # beam search does not slide
         beam_search(m, p1, 2, 100)
     with pytest.raises(TypeError, match="model"):
         beam_search(torch.nn.Linear(2, 2), p1, 2, 3)
@@ -211,7 +213,7 @@ def test_bad_caches():
     with pytest.raises(ValueError, match="max_length"):
         make_kv_cache(m, 1, 0)
     with pytest.raises(ValueError, match="max_length"):
-        make_kv_cache(m, 1, 49)                                   # past block_size 48
+        make_kv_cache(m, 1, 49)                                   # past max_len 48
     with pytest.raises(ValueError, match="batch_size"):
         make_kv_cache(m, 0)
     with pytest.raises(TypeError, match="model"):

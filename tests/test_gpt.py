@@ -9,7 +9,8 @@ import torch
 from concat_cache import ConcatCache
 import torch.nn.functional as F
 
-from course_llm.gpt import GPT, GPTClassifier, GPTConfig, PRESETS, causal_lm_loss, count_parameters
+from course_llm.gpt import GPT, GPTClassifier, causal_lm_loss
+from course_llm.gpt_config import GPTConfig, PRESETS, count_parameters
 
 transformers = pytest.importorskip("transformers")
 torch.set_num_threads(1)
@@ -126,8 +127,8 @@ def test_loss_with_ignore_index_equals_hugging_face_and_cross_entropy(name):
 
 def test_kv_cache_threading_gives_the_uncached_logits():
     """A minimal cache (concatenating) through `kv_cache`: positions continue from the cache."""
-    for config in (GPTConfig.gpt2_style(vocab_size=50, block_size=16),
-                   GPTConfig.llama_style(vocab_size=50, block_size=16, n_kv_head=1)):
+    for config in (GPTConfig.gpt2_style(vocab_size=50, max_len=16),
+                   GPTConfig.llama_style(vocab_size=50, max_len=16, n_kv_head=1)):
         torch.manual_seed(6)
         model = GPT(config).double().eval()
         idx = torch.randint(0, 50, (2, 16))
@@ -137,7 +138,7 @@ def test_kv_cache_threading_gives_the_uncached_logits():
         steps += [model(idx[:, t:t + 1], kv_cache=caches)[0] for t in range(5, 16)]
         assert torch.allclose(torch.cat(steps, 1), full, atol=1e-10)
         assert caches[0].k.shape[1] == (config.n_kv_head or config.n_head)        # stores H_kv heads
-        with pytest.raises(ValueError, match="block_size=16"):
+        with pytest.raises(ValueError, match="max_len=16"):
             model(idx[:, :1], kv_cache=caches)
 
 
@@ -194,7 +195,7 @@ def test_tied_embedding_is_an_approximate_inverse_at_init():
 @pytest.mark.parametrize("make", [GPTConfig.gpt2_style, GPTConfig.llama_style])
 def test_causal_future_tokens_do_not_change_past_logits(make):
     torch.manual_seed(8)
-    model = GPT(make(vocab_size=40, block_size=12)).eval()
+    model = GPT(make(vocab_size=40, max_len=12)).eval()
     a = torch.randint(0, 40, (1, 12))
     b = a.clone()
     b[0, 7:] = (b[0, 7:] + 1) % 40
@@ -204,8 +205,8 @@ def test_causal_future_tokens_do_not_change_past_logits(make):
 
 
 def test_bad_inputs_raise_clear_errors():
-    model = GPT(GPTConfig.gpt2_style(vocab_size=40, block_size=8))
-    with pytest.raises(ValueError, match="block_size=8"):
+    model = GPT(GPTConfig.gpt2_style(vocab_size=40, max_len=8))
+    with pytest.raises(ValueError, match="max_len=8"):
         model(torch.zeros(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match="targets"):
         model(torch.zeros(2, 5, dtype=torch.long), targets=torch.zeros(2, 4, dtype=torch.long))
@@ -238,7 +239,6 @@ NAN = float("nan")
     lambda: GPTConfig(causal=False),
     lambda: GPTConfig(pre_norm=False),
     lambda: GPTConfig(foo=1),
-    lambda: GPTConfig(block_size=8, max_len=16),
     lambda: GPTConfig(init_std=NAN),
     lambda: GPTConfig(dropout=NAN),
     lambda: causal_lm_loss(torch.zeros(2, 5, 4), torch.zeros(2, 5, 1, dtype=torch.long)),
@@ -254,25 +254,17 @@ def test_more_bad_inputs_raise_value_or_type_errors(bad):
         bad()
 
 
-def test_config_is_a_transformer_config_with_gpt2_defaults_and_block_size_alias():
+def test_config_is_a_plain_transformer_config_with_gpt2_defaults():
     from dataclasses import fields
     from course_llm.layers import TransformerConfig
     cfg = GPTConfig()
     assert isinstance(cfg, TransformerConfig)
     assert (cfg.d_model, cfg.n_head, cfg.activation, cfg.max_len, cfg.causal) == (768, 12, "gelu_tanh", 1024, True)
     names = [f.name for f in fields(GPTConfig)]
-    assert len(names) == len(set(names)) and "block_size" not in names       # each field declared once
-    assert GPTConfig(block_size=64).max_len == 64 == GPTConfig(max_len=64).block_size
-    assert GPTConfig.gpt2_style(block_size=32).max_len == 32
-    cfg.block_size = 128
-    assert cfg.max_len == 128
+    assert len(names) == len(set(names))                                     # each field declared once
+    assert GPTConfig.gpt2_style(max_len=32).max_len == 32
+    with pytest.raises(TypeError, match="depth"):                            # unknown fields are refused
+        GPTConfig(depth=64)
     # ignored targets are fine, and the loss matches F.cross_entropy
     ids = torch.tensor([[1, 2, 3]])
     assert torch.isfinite(causal_lm_loss(torch.zeros(1, 3, 4), torch.tensor([[1, -100, 3]])))
-
-
-def test_count_parameters_moved_to_gpt_config_and_is_re_exported():
-    import course_llm.gpt as gpt
-    import course_llm.gpt_config as gpt_config
-    assert gpt.count_parameters is gpt_config.count_parameters
-    assert "count_parameters" in gpt.__all__

@@ -1,23 +1,18 @@
-"""course_llm.icl: the answer-only training loop on a toy task, the accuracy measurements, and the
-names it re-exports from course_llm.icl_tasks."""
+"""course_llm.icl: the answer-only training loop on a toy task and the accuracy measurements."""
 import pytest
 import torch
 
 import course_llm.icl as icl
-import course_llm.icl_tasks as icl_tasks
 
-from course_llm.gpt import GPT, GPTConfig
-from course_llm.icl import accuracy_by_shots, fit_answers, mapping_batch, rule_batch
-
-
-@pytest.mark.parametrize("name", icl_tasks.__all__)
-def test_task_generators_are_still_importable_from_icl(name):
-    assert getattr(icl, name) is getattr(icl_tasks, name)
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
+from course_llm.icl import accuracy_by_shots, fit_answers
+from course_llm.icl_tasks import mapping_batch, rule_batch
 
 
 def test_fit_answers_ignores_unmarked_positions():
     torch.manual_seed(0)
-    model = GPT(GPTConfig.llama_style(vocab_size=6, block_size=8, n_layer=1, d_model=16, n_head=2, n_kv_head=1))
+    model = GPT(GPTConfig.llama_style(vocab_size=6, max_len=8, n_layer=1, d_model=16, n_head=2, n_kv_head=1))
     seq = torch.tensor([[0, 5, 1, 5]] * 8)
     targets = torch.tensor([[-100, -100, -100, 5]] * 8)                 # only the last token counts
     losses = fit_answers(model, lambda: (seq, targets), 40, max_lr=1e-2)
@@ -28,7 +23,7 @@ def test_fit_answers_ignores_unmarked_positions():
 
 
 def test_accuracy_by_shots_matches_manual_argmax():
-    model = GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)).eval()
+    model = GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8)).eval()
     seq, _ = mapping_batch(16, 4, 4, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         logits = model(seq)[0]
@@ -44,7 +39,7 @@ def test_validation():
     with pytest.raises(TypeError, match="model"):
         fit_answers(torch.nn.Linear(2, 2), None, 1)
     with pytest.raises(ValueError, match="seq"):
-        accuracy_by_shots(GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)), torch.zeros(2, 3, dtype=torch.long))
+        accuracy_by_shots(GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8)), torch.zeros(2, 3, dtype=torch.long))
 
 
 class FixedPredictions(torch.nn.Module):
@@ -85,7 +80,7 @@ def test_accuracy_by_shots_exact_match_on_multi_token_answers():
 
 
 def test_accuracy_by_shots_targets_none_is_the_mapping_layout():
-    model = GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8)).eval()
+    model = GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8)).eval()
     seq, targets = mapping_batch(32, 4, 4, generator=torch.Generator().manual_seed(5))
     assert accuracy_by_shots(model, seq) == pytest.approx(accuracy_by_shots(model, seq, targets))
     with pytest.raises(ValueError, match="targets"):
@@ -100,7 +95,7 @@ def test_accuracy_by_shots_targets_none_is_the_mapping_layout():
 
 # ---- bad input: every public function names the argument ------------------------------------------
 def _tiny():
-    return GPT(GPTConfig.gpt2_style(vocab_size=8, block_size=8, n_layer=1, d_model=16)).eval()
+    return GPT(GPTConfig.gpt2_style(vocab_size=8, max_len=8, n_layer=1, d_model=16)).eval()
 
 
 @pytest.mark.parametrize("call, err, match", [

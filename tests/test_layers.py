@@ -12,11 +12,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_llm.attention import MultiHeadAttention, causal_mask, padding_mask
-from course_llm.layers import (GLU, MLP, PositionEmbedding, RMSNorm, RotaryEmbedding, TransformerBlock,
-                               TransformerConfig, apply_rope, ffn_flops, gelu, glu_hidden_dim,
-                               kv_cache_bytes_per_token, layer_norm, rms_norm, rope_rotation_matrix,
-                               silu, sinusoidal_positions, swish, ConfigAlias, init_config, make_norm)
+from course_llm.attention import MultiHeadAttention
+from course_llm.masks import causal_mask, padding_mask
+from course_llm.feedforward import GLU, MLP, ffn_flops, gelu, glu_hidden_dim, silu, swish
+from course_llm.positions import PositionEmbedding, RotaryEmbedding, apply_rope, rope_rotation_matrix, sinusoidal_positions
+from course_llm.norms import RMSNorm, layer_norm, rms_norm, make_norm
+from course_llm.layers import TransformerBlock, TransformerConfig
+from course_llm.kv_cache import kv_cache_bytes_per_token
 
 torch.set_num_threads(1)
 
@@ -337,39 +339,9 @@ def test_rms_norm_accepts_one_scalar_gain():
     assert torch.allclose(rms_norm(x, 2.0), 2 * rms_norm(x, torch.ones(4, dtype=torch.float64)))
 
 
-def test_config_alias_and_init_config():
-    from dataclasses import dataclass, fields
-
-    @dataclass(init=False)
-    class Cfg:
-        max_len: int = 8
-        width: int = 4
-        block_size = ConfigAlias("max_len")
-
-        def __init__(self, **kw):
-            init_config(self, kw, defaults={"width": 5})
-
-        def __post_init__(self):
-            if self.max_len < 1:
-                raise ValueError("max_len")
-
-    assert (Cfg().max_len, Cfg().width) == (8, 5)
-    c = Cfg(block_size=16)
-    assert c.max_len == c.block_size == 16 and [f.name for f in fields(c)] == ["max_len", "width"]
-    c.block_size = 32
-    assert c.max_len == 32
-    assert Cfg(block_size=3, max_len=3).max_len == 3
-    with pytest.raises(ValueError, match="same field"):
-        Cfg(block_size=3, max_len=4)
-    with pytest.raises(TypeError, match="no field"):
-        Cfg(depth=2)
-    with pytest.raises(ValueError):
-        Cfg(max_len=0)
-
-
 def test_decoder_block_with_cross_cache_equals_uncached():
     torch.manual_seed(0)
-    from course_llm.attention import CrossCache
+    from course_llm.kv_cache import CrossCache
     block = TransformerBlock(TransformerConfig(d_model=16, n_head=4, causal=True, cross_attention=True,
                                                position="none")).eval()
     z, y = torch.randn(2, 6, 16), torch.randn(2, 4, 16)
@@ -396,10 +368,15 @@ def test_second_probe_round_is_refused_by_name(call, err, arg):
         call()
 
 
-def test_split_modules_reexport_the_same_objects():
-    """layers re-exports what moved to positions, norms and feedforward (one object, two names)."""
-    from course_llm import feedforward, layers, norms, positions
-    for module in (positions, norms, feedforward):
-        for name in module.__all__:
-            assert getattr(layers, name) is getattr(module, name), name
-            assert name in layers.__all__, name
+def test_dropout_switch_is_resolved_at_build():
+    """p = 0: training and evaluation give the same output; p > 0: training drops, eval does
+    not (the oracle is the block's own eval output and a second training call)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 32)
+    still = TransformerBlock(TransformerConfig(d_model=32, n_head=4, dropout=0.0))
+    assert torch.equal(still.train()(x), still.eval()(x))
+    noisy = TransformerBlock(TransformerConfig(d_model=32, n_head=4, dropout=0.3))
+    noisy.train()
+    assert not torch.allclose(noisy(x), noisy(x))
+    noisy.eval()
+    assert torch.equal(noisy(x), noisy(x))

@@ -3,12 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_llm import attention
 from course_llm.masks import causal_mask, combined_mask, padding_mask
-
-
-def test_old_paths_still_work():
-    assert attention.causal_mask is causal_mask and attention.padding_mask is padding_mask
 
 
 def test_causal_matches_torch_is_causal():

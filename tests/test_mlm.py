@@ -8,7 +8,7 @@ import torch
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
-from course_llm.bert import BERTConfig  # noqa: E402
+from course_llm.bert_config import BERTConfig
 from course_llm.mlm import BERTForPreTraining, mask_tokens, pretraining_loss  # noqa: E402
 from course_llm.sentence_pairs import nsp_pairs, pack_pairs  # noqa: E402
 
@@ -166,13 +166,35 @@ def test_from_hf_rejects_other_models():
         BERTForPreTraining(hc)
 
 
+def test_pretraining_state_map_is_pure_and_complete():
+    """pretraining_state_from_hf: the keys are exactly ours, the values are HF's tensors, and an
+    untied decoder or a missing head is refused."""
+    from course_llm.bert_hf import config_from_hf, pretraining_state_from_hf
+    hc = transformers.BertConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=32, max_position_embeddings=16)
+    hf = transformers.BertForPreTraining(hc)
+    config = config_from_hf(hc)
+    sd = hf.state_dict()
+    state = pretraining_state_from_hf(sd, config)
+    assert set(state) == set(BERTForPreTraining(config).state_dict())
+    assert state["nsp.classifier.weight"] is sd["cls.seq_relationship.weight"]
+    assert state["mlm.decoder.bias"] is sd["cls.predictions.bias"]
+    assert state["mlm.decoder.weight"] is sd["bert.embeddings.word_embeddings.weight"]
+    untied = dict(sd, **{"cls.predictions.decoder.weight": torch.randn(V, 16)})
+    with pytest.raises(ValueError, match="tied"):
+        pretraining_state_from_hf(untied, config)
+    no_pooler = {k: v for k, v in sd.items() if "pooler" not in k}
+    with pytest.raises(ValueError, match="pooler"):
+        pretraining_state_from_hf(no_pooler, config)
+
+
 def test_init_matches_hf_statistics():
     """BERT's N(0, 0.02) initialisation: compare per-tensor std with a freshly initialised HF model."""
     hc = transformers.BertConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                  intermediate_size=256, max_position_embeddings=64)
     torch.manual_seed(0)
     hf = transformers.BertForPreTraining(hc)
-    ours = BERTForPreTraining(BERTConfig(vocab_size=500, d_model=64, n_layer=2, n_head=4, d_ff=256, max_positions=64))
+    ours = BERTForPreTraining(BERTConfig(vocab_size=500, d_model=64, n_layer=2, n_head=4, d_ff=256, max_len=64))
     ref = {tuple(p.shape): p.std().item() for n, p in hf.named_parameters() if p.dim() == 2}
     for n, p in ours.named_parameters():
         if p.dim() == 2:
@@ -206,10 +228,3 @@ def test_init_matches_hf_statistics():
 def test_bad_inputs_name_the_argument(call, err, match):
     with pytest.raises(err, match=match):
         call()
-
-
-def test_sentence_pair_names_still_importable_from_mlm():
-    """nsp_pairs, pack_pair and pack_pairs moved to course_llm.sentence_pairs; mlm re-exports them."""
-    from course_llm import mlm, sentence_pairs
-    for name in ("nsp_pairs", "pack_pair", "pack_pairs"):
-        assert getattr(mlm, name) is getattr(sentence_pairs, name)

@@ -1,15 +1,18 @@
 """Tests of course_llm.moe against oracles: the course's dense FFNs with the same weights,
 a per-token loop written from the formula, closed forms of the losses, and counting by hand."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from course_llm.gpt import GPT, GPTConfig, count_parameters
-from course_llm.layers import GLU, MLP, TransformerBlock, TransformerConfig
-from course_llm.moe import (Experts, MoE, capacity_mask, expert_capacity, load_balancing_loss,
-                            route, router_z_loss)
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig, count_parameters
+from course_llm.feedforward import GLU, MLP
+from course_llm.layers import TransformerBlock, TransformerConfig
+from course_llm.moe import (Experts, MoE, MoEFeedForward, capacity_mask, expert_capacity,
+                            load_balancing_loss, moe_ffn, route, router_z_loss)
 
 
 def expert_by_hand(moe, i, x, act=F.silu):
@@ -123,20 +126,20 @@ def test_capacity_drops_the_overflow_and_the_residual_carries_those_tokens():
     assert aux["load"].tolist() == [12, 0, 0, 0]
     assert aux["kept"].tolist() == [3, 0, 0, 0] and aux["dropped"].item() == 9
     assert (y[3:] == 0).all() and (y[:3] != 0).any()       # the first three tokens win
-    cfg = TransformerConfig(d_model=8, n_head=2, n_expert=4, top_k_expert=1, capacity_factor=1.0,
-                            ffn="glu", activation="silu", bias=False, norm="rms")
-    block = TransformerBlock(cfg).eval()
+    cfg = TransformerConfig(d_model=8, n_head=2, ffn="glu", activation="silu", bias=False,
+                            norm="rms")
+    block = TransformerBlock(cfg, make_ffn=moe_ffn(4, 1, capacity_factor=1.0)).eval()
     with torch.no_grad():
         block.ffn.router.weight.zero_()
         block.ffn.router.weight[0, 0] = 50.0
         xb = torch.randn(1, 12, 8)
         h = xb + block.attn(block.norm1(xb))                 # after the attention sub-layer
         out = block(xb)
-    assert block.moe_aux["dropped"].item() > 0
-    moe_out, _ = block.ffn(block.norm2(h))
+    assert block.ffn.aux["dropped"].item() > 0
+    moe_out = block.ffn(block.norm2(h))
     routed = (moe_out[0] != 0).any(-1)
     torch.testing.assert_close(out[0, ~routed], h[0, ~routed])        # dropped: residual only
-    assert (~routed).sum().item() == block.moe_aux["dropped"].item()
+    assert (~routed).sum().item() == block.ffn.aux["dropped"].item()
 
 
 def test_capacity_mask_and_expert_capacity_count_by_hand():
@@ -190,7 +193,7 @@ def test_gpt_with_one_expert_equals_the_dense_gpt_and_adds_the_aux_loss_in_train
     torch.manual_seed(7)
     kw = dict(vocab_size=30, max_len=16, n_layer=2, d_model=16, n_head=2, n_kv_head=1)
     dense = GPT(GPTConfig.llama_style(**kw)).eval()
-    moe = GPT(GPTConfig.llama_style(**kw, n_expert=1, top_k_expert=1)).eval()
+    moe = GPT(GPTConfig.llama_style(**kw), make_ffn=moe_ffn(1, 1)).eval()
     state = dense.state_dict()
     with torch.no_grad():
         for name, p in moe.named_parameters():
@@ -205,26 +208,39 @@ def test_gpt_with_one_expert_equals_the_dense_gpt_and_adds_the_aux_loss_in_train
     torch.testing.assert_close(loss_m, loss_d)                          # eval: cross-entropy only
     moe.train()
     _, loss_train = moe(idx, idx)
-    aux = sum(0.01 * b.moe_aux["balance"] + 0.001 * b.moe_aux["z"] for b in moe.blocks)
+    aux = sum(0.01 * b.ffn.aux["balance"] + 0.001 * b.ffn.aux["z"] for b in moe.blocks)
     torch.testing.assert_close(loss_train, F.cross_entropy(logits_m.flatten(0, 1), idx.flatten()) + aux)
     assert dense.aux_loss().item() == 0.0
 
 
 @pytest.mark.parametrize("style, glu", [("llama_style", True), ("gpt2_style", False)])
-def test_count_parameters_counts_the_experts_and_the_router(style, glu):
-    cfg = getattr(GPTConfig, style)(vocab_size=40, n_layer=2, d_model=16, n_head=2, n_expert=3,
-                                    top_k_expert=2)
-    model = GPT(cfg)
-    assert count_parameters(cfg)["total"] == sum(p.numel() for p in model.parameters())
+def test_experts_and_router_replace_the_dense_ffn_parameters(style, glu):
+    cfg = getattr(GPTConfig, style)(vocab_size=40, n_layer=2, d_model=16, n_head=2)
+    model, dense = GPT(cfg, make_ffn=moe_ffn(3, 2)), GPT(cfg)
+    d, d_ff = cfg.d_model, cfg.block_config().hidden_dim
+    n_mats = 3 if glu else 2
+    dense_ffn = n_mats * d * d_ff + (0 if glu else d_ff + d)              # biases in gpt2 style
+    per_layer = 3 * n_mats * d * d_ff + d * 3                             # 3 experts + router
+    assert model.num_parameters() == dense.num_parameters() + cfg.n_layer * (per_layer - dense_ffn)
     assert (model.blocks[0].ffn.experts.v is not None) == glu
     with pytest.raises(ValueError, match="dense"):
         model.to_hf()
 
 
-def test_defaults_stay_dense():
+def test_defaults_stay_dense_and_the_block_knows_no_experts():
+    import ast
+    import course_llm.gpt as gpt_module
+    import course_llm.layers as layers_module
+
     cfg = GPTConfig.gpt2_style()
-    assert cfg.n_expert == 0 and isinstance(GPT(cfg).blocks[0].ffn, MLP)
+    assert isinstance(GPT(cfg).blocks[0].ffn, MLP)
     assert isinstance(TransformerBlock(TransformerConfig(ffn="glu")).ffn, GLU)
+    for module in (gpt_module, layers_module):                            # issue #32 item 4
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if m and m.endswith("moe")}, module.__name__
+    with pytest.raises(TypeError, match="make_ffn"):
+        TransformerBlock(TransformerConfig(), make_ffn="moe")
 
 
 @pytest.mark.parametrize("kwargs, error", [
@@ -251,14 +267,13 @@ def test_bad_inputs_are_rejected(x):
         MoE(8, 16, n_expert=2, top_k=1)(x)
 
 
-@pytest.mark.parametrize("kwargs", [dict(n_expert=2, top_k_expert=3), dict(n_expert=-1),
-                                    dict(n_expert=2, top_k_expert=0),
-                                    dict(n_expert=2, capacity_factor=float("nan")),
-                                    dict(n_expert=2, balance_loss_coef=-0.1),
-                                    dict(z_loss_coef=float("inf"))])
-def test_bad_configs_are_rejected(kwargs):
+@pytest.mark.parametrize("args, kwargs", [((2, 3), {}), ((-1, 1), {}), ((2, 0), {}),
+                                          ((2, 1), dict(capacity_factor=float("nan"))),
+                                          ((2, 1), dict(balance_loss_coef=-0.1)),
+                                          ((2, 1), dict(z_loss_coef=float("inf")))])
+def test_bad_factories_are_rejected(args, kwargs):
     with pytest.raises(ValueError):
-        GPTConfig.llama_style(**kwargs)
+        moe_ffn(*args, **kwargs)
 
 
 def test_bad_helper_inputs_are_rejected():
@@ -280,8 +295,101 @@ def test_moe_gpt_generates_the_same_tokens_with_and_without_the_kv_cache():
     from course_llm.generate import generate
     torch.manual_seed(8)
     model = GPT(GPTConfig.llama_style(vocab_size=20, max_len=24, n_layer=2, d_model=16, n_head=2,
-                                      n_kv_head=1, n_expert=3, top_k_expert=2)).eval()
+                                      n_kv_head=1), make_ffn=moe_ffn(3, 2)).eval()
     idx = torch.randint(0, 20, (2, 4))
     cached = generate(model, idx, 10, temperature=0, use_cache=True)
     uncached = generate(model, idx, 10, temperature=0, use_cache=False)
     assert torch.equal(cached, uncached)
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF])
+def test_router_rejects_nan_and_inf_logits_and_inputs(bad):
+    logits = torch.randn(4, 3)
+    logits[2, 1] = bad
+    with pytest.raises(ValueError, match="`logits` holds NaN or inf"):
+        route(logits, 1)
+    with pytest.raises(ValueError, match="`logits` holds NaN or inf"):
+        router_z_loss(logits)
+    probs = torch.full((4, 3), 1 / 3)
+    probs[0, 0] = bad
+    with pytest.raises(ValueError, match="`probs` holds NaN or inf"):
+        load_balancing_loss(probs, torch.zeros(4, 1, dtype=torch.long))
+    moe = MoE(8, 16, n_expert=3, top_k=1)
+    x = torch.randn(2, 5, 8)
+    x[1, 3, 0] = bad
+    with pytest.raises(ValueError, match="`x` holds NaN or inf"):
+        moe(x)
+
+
+def test_nan_router_weights_are_caught_at_the_logits():
+    # without the check, topk ranks NaN first and sends every token to one expert silently
+    moe = MoE(8, 16, n_expert=4, top_k=2)
+    with torch.no_grad():
+        moe.router.weight[1, 0] = float("nan")
+    with pytest.raises(ValueError, match="`logits` holds NaN or inf"):
+        moe(torch.randn(3, 8))
+    nan_logits = torch.tensor([[0.0, float("nan"), 1.0]])
+    assert torch.isnan(nan_logits.softmax(-1)).all()        # what the check guards against
+
+
+def test_feed_forward_returns_y_and_keeps_the_weighted_aux_loss():
+    torch.manual_seed(9)
+    ffn = MoEFeedForward(8, 16, n_expert=3, top_k=2, balance_loss_coef=0.1, z_loss_coef=0.02)
+    assert ffn.aux is None and ffn.aux_loss is None
+    x = torch.randn(2, 6, 8)
+    y = ffn(x)
+    y_ref, _, _ = moe_per_token(ffn, x)                    # the brute-force oracle above
+    torch.testing.assert_close(y.reshape(-1, 8).double(), y_ref, atol=1e-5, rtol=1e-4)
+    logits = F.linear(x.reshape(-1, 8), ffn.router.weight).double()
+    p = logits.softmax(-1)
+    top = p.topk(2, dim=-1).indices
+    f = torch.stack([(top == i).double().mean() for i in range(3)])  # share of the 2N picks
+    balance = 3 * (f * p.mean(0)).sum()
+    z = (torch.logsumexp(logits, -1) ** 2).mean()
+    assert ffn.aux_loss.item() == pytest.approx((0.1 * balance + 0.02 * z).item(), rel=1e-5)
+    ffn.aux_loss.backward()                                # differentiable through P and z
+    assert ffn.router.weight.grad.abs().sum() > 0
+
+
+def test_factory_builds_the_experts_of_the_block_config():
+    cfg = TransformerConfig(d_model=16, n_head=2, ffn="glu", activation="silu", d_ff=40,
+                            bias=False)
+    ffn = moe_ffn(1, 1)(cfg)
+    assert isinstance(ffn, MoEFeedForward) and ffn.experts.w1.shape == (1, 40, 16)
+    glu = GLU(16, 40, activation="silu")                   # one expert, top-1: the dense FFN
+    with torch.no_grad():
+        for name in ("w1", "v", "w2"):
+            getattr(ffn.experts, name)[0] = getattr(glu, name).weight
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(ffn(x), glu(x), atol=1e-6, rtol=1e-5)
+    mlp_cfg = TransformerConfig(d_model=8, n_head=2, ffn="mlp", activation="gelu")
+    made = moe_ffn(4, 2, capacity_factor=1.25, balance_loss_coef=0.0)(mlp_cfg)
+    assert made.experts.v is None and made.experts.w1.shape == (4, mlp_cfg.hidden_dim, 8)
+    assert made.capacity_factor == 1.25 and made.balance_loss_coef == 0.0
+    assert made.top_k == 2 and made.renormalize
+
+
+def test_init_weights_draws_the_stated_standard_deviations():
+    torch.manual_seed(10)
+    ffn = MoEFeedForward(64, 128, n_expert=4, top_k=1)
+    ffn.init_weights(std=0.02, residual_std=0.005)
+    for w, std in ((ffn.router.weight, 0.02), (ffn.experts.w1, 0.02), (ffn.experts.v, 0.02),
+                   (ffn.experts.w2, 0.005)):
+        assert w.std().item() == pytest.approx(std, rel=0.1) and abs(w.mean()) < std / 10
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: moe_ffn(0, 1), ValueError, "n_expert"),
+    (lambda: moe_ffn(4, 5), ValueError, "top_k"),
+    (lambda: moe_ffn(4, 1, capacity_factor=0.0), ValueError, "capacity_factor"),
+    (lambda: moe_ffn(4, 1, z_loss_coef=-1.0), ValueError, "z_loss_coef"),
+    (lambda: moe_ffn(4, 1)(object()), TypeError, "config"),
+    (lambda: MoEFeedForward(8, 16, 2, 1, balance_loss_coef=NAN), ValueError, "balance_loss_coef"),
+    (lambda: MoEFeedForward(8, 16, 2, 1).init_weights(-1.0, 0.1), ValueError, "std"),
+])
+def test_bad_factory_arguments_are_rejected(call, error, name):
+    with pytest.raises(error, match=name):
+        call()

@@ -2,14 +2,8 @@
 import pytest
 import regex
 
-from course_llm import bpe
 from course_llm.pretokenizer import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, Splitter, fix_surrogates,
                                      is_safe_cut)
-
-
-def test_old_paths_still_work():
-    assert (bpe.Splitter, bpe.is_safe_cut, bpe.fix_surrogates) == (Splitter, is_safe_cut, fix_surrogates)
-    assert (bpe.GPT2_SPLIT_PATTERN, bpe.GPT4_SPLIT_PATTERN) == (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN)
 
 
 @pytest.mark.parametrize("pattern", [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN])

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from course_llm.rag import (BM25Retriever, WordVocab, answer_accuracy, bm25_idf, bm25_scores, invented_names,
-                            make_world, qa_batch, rag_prompt, tokenize)
+from course_llm.retrieval import BM25Retriever, bm25_idf, bm25_scores, tokenize
+from course_llm.rag import WordVocab, answer_accuracy, invented_names, make_world, qa_batch, rag_prompt
 
 
 def _corpus(rng):
@@ -109,8 +109,9 @@ def test_bad_inputs(call, err, match):
 
 
 def test_answer_accuracy_rejects_words_past_the_model_vocabulary():
-    from course_llm.gpt import GPT, GPTConfig
-    model = GPT(GPTConfig.gpt2_style(vocab_size=4, block_size=8, n_layer=1, d_model=16)).eval()
+    from course_llm.gpt import GPT
+    from course_llm.gpt_config import GPTConfig
+    model = GPT(GPTConfig.gpt2_style(vocab_size=4, max_len=8, n_layer=1, d_model=16)).eval()
     with pytest.raises(ValueError, match="vocabulary"):
         answer_accuracy(model, WordVocab(), [("a b c d", "e")])
 
@@ -119,7 +120,7 @@ def test_answer_accuracy_rejects_words_past_the_model_vocabulary():
 @pytest.fixture(scope="module")
 def dense_docs():
     from course_llm.core import MissingDataError
-    from course_llm.rag import DenseRetriever
+    from course_llm.retrieval import DenseRetriever
     docs = ["The cat sleeps on the warm windowsill.", "The stock market fell sharply today.",
             "Pasta is boiled in salted water.", "the capital of zorvia is pelmont ."]
     try:

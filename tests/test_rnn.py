@@ -6,8 +6,10 @@ import warnings
 import pytest
 import torch
 
-from course_llm.rnn import (LSTM, RNN, FixedWindowLM, LSTMCell, LSTMClassifier, RNNCell, RNNLM, generate,
-                            clip_grad_norm, hidden_grad_norms, lm_loss, pad_batch, stream_nll)
+from course_llm.rnn_layers import LSTM, RNN
+from course_llm.rnn import FixedWindowLM, RNNLM, generate, clip_grad_norm, lm_loss, stream_nll
+from course_llm.rnn_cells import LSTMCell, RNNCell, hidden_grad_norms
+from course_llm.rnn_classifier import LSTMClassifier, pad_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections")
 TOL = 1e-5
@@ -164,7 +166,7 @@ def test_stream_nll_equals_full_pass():
     with torch.no_grad():
         logits, _ = lm(ids[None, :-1])
         full = lm_loss(logits, ids[None, 1:]).item()
-    assert math.isclose(stream_nll(lm, ids, n_streams=1, block_size=37), full, rel_tol=1e-5)
+    assert math.isclose(stream_nll(lm, ids, n_streams=1, seq_len=37), full, rel_tol=1e-5)
 
 
 def test_classifier_padding_and_pooling():
@@ -249,7 +251,7 @@ _LM = RNNLM(5, 4, 8)
     (lambda: lm_loss(torch.zeros(1, 3, 4), torch.full((1, 3), 4)), ValueError, "vocabulary"),
     (lambda: lm_loss(torch.zeros(1, 3, 4), torch.zeros(1, 3)), TypeError, "targets"),
     (lambda: stream_nll(_LM, torch.randint(0, 5, (100,)), n_streams=0), ValueError, "n_streams"),
-    (lambda: stream_nll(_LM, torch.randint(0, 5, (100,)), block_size=0), ValueError, "block_size"),
+    (lambda: stream_nll(_LM, torch.randint(0, 5, (100,)), seq_len=0), ValueError, "seq_len"),
     (lambda: stream_nll(_LM, torch.randint(5, 9, (100,)), n_streams=2), ValueError, "vocabulary"),
     (lambda: stream_nll(_LM, torch.randint(0, 5, (10,)), n_streams=8), ValueError, "n_streams"),
     (lambda: stream_nll(torch.nn.Linear(2, 2), torch.randint(0, 5, (100,))), TypeError, "RNNLM"),

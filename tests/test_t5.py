@@ -3,7 +3,9 @@ import pytest
 import torch
 from transformers import T5Config as HFConfig, T5ForConditionalGeneration
 
-from course_llm.t5 import T5, T5Config, greedy_decode, relative_position_bucket
+from course_llm.t5 import T5, greedy_decode
+from course_llm.t5_config import T5Config
+from course_llm.relative_bias import relative_position_bucket
 
 CONFIGS = [
     dict(d_model=32, d_kv=8, d_ff=48, num_layers=2, num_heads=4, feed_forward_proj="relu"),            # v1.0, tied
@@ -53,7 +55,7 @@ def test_cached_greedy_matches_uncached_and_hf(kw):
 
 
 def test_bad_inputs():
-    m = T5(T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=32, n_layers=1, n_decoder_layers=1, n_heads=2, max_len=8))
+    m = T5(T5Config(vocab_size=20, d_model=16, d_head=4, d_ff=32, n_layer=1, n_decoder_layer=1, n_head=2, max_len=8))
     with pytest.raises(ValueError, match="max_len"):
         m(torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 9, dtype=torch.long))
     with pytest.raises(ValueError, match="input_ids"):
@@ -63,7 +65,7 @@ def test_bad_inputs():
 
 
 def _tiny(max_len=8):
-    return T5(T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=32, n_layers=1, n_decoder_layers=1, n_heads=2,
+    return T5(T5Config(vocab_size=20, d_model=16, d_head=4, d_ff=32, n_layer=1, n_decoder_layer=1, n_head=2,
                        max_len=max_len))
 
 
@@ -118,10 +120,10 @@ def test_attention_mask_shape():
 
 
 @pytest.mark.parametrize("bad", [
-    lambda: T5Config(d_kv=0),
+    lambda: T5Config(d_head=0),
     lambda: T5Config(feed_forward_proj="gelu"),
-    lambda: T5Config(eps=float("nan")),
-    lambda: T5Config(n_head=2, n_heads=3),
+    lambda: T5Config(norm_eps=float("nan")),
+    lambda: T5Config(n_heads=3),                                          # the old name is gone
     lambda: T5Config(32),
     lambda: T5(T5Config(vocab_size=10, d_model=8, d_head=4, d_ff=16, n_head=2, n_layer=1,
                         n_decoder_layer=1))(torch.tensor([[11]]), torch.tensor([[1]])),
@@ -134,13 +136,10 @@ def test_more_bad_inputs_raise(bad):
         bad()
 
 
-def test_old_config_names_are_aliases_and_layers_are_the_one_block():
+def test_layers_are_the_one_block():
     from course_llm.layers import TransformerBlock
-    old = T5Config(vocab_size=20, d_model=16, d_kv=4, d_ff=32, n_layers=1, n_decoder_layers=2, n_heads=2,
-                   eps=1e-5, tie_word_embeddings=False)
     new = T5Config(vocab_size=20, d_model=16, d_head=4, d_ff=32, n_layer=1, n_decoder_layer=2, n_head=2,
                    norm_eps=1e-5, tie_weights=False)
-    assert old == new and (old.d_kv, old.n_heads, old.n_layers, old.eps) == (4, 2, 1, 1e-5)
     m = T5(new)
     assert all(isinstance(b, TransformerBlock) for b in [*m.encoder, *m.decoder])
     assert m.decoder[0].config.cross_attention and m.decoder[0].config.attention_scale == 1.0

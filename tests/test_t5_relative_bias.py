@@ -6,7 +6,6 @@ import torch
 from transformers import T5Config as HFConfig
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from course_llm import t5
 from course_llm.relative_bias import RelativeBias, relative_position_bucket
 
 
@@ -32,12 +31,6 @@ def test_bias_matches_hf_compute_bias(is_decoder):
     assert torch.equal(ours(6, 9), want)
     # one decoding step at an offset is that row of the full matrix
     assert torch.equal(ours(1, 9, offset=5), want[:, :, 5:6])
-
-
-def test_old_names_still_in_t5():
-    assert t5.relative_position_bucket is relative_position_bucket
-    assert t5.RelativeBias is RelativeBias
-    assert {"relative_position_bucket", "RelativeBias"} <= set(t5.__all__)
 
 
 def test_bias_rejects_bad_input():

@@ -11,13 +11,15 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from course_llm.bpe import Splitter
+from course_llm.pretokenizer import Splitter
 from course_llm.data import load_corpus, load_sentiment
 from course_llm.bpe_files import offline_file as _offline_file
-from course_llm.tokenizers import (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, BPETokenizer,
-                                   CharTokenizer, WordTokenizer, bpe_merge, chunk_counts,
-                                   encode_with_merges, get_pair_counts, merge, most_frequent_pair,
-                                   tiktoken_encoding, train_bpe, train_bpe_naive, train_merges)
+from course_llm.pretokenizer import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+from course_llm.fast_bpe import BPETokenizer
+from course_llm.tokenizers import CharTokenizer, WordTokenizer
+from course_llm.bpe_ranks import bpe_merge
+from course_llm.bpe import chunk_counts, encode_with_merges, get_pair_counts, merge, most_frequent_pair, train_bpe, train_bpe_naive, train_merges
+from course_llm.bpe_files import tiktoken_encoding
 
 NAMES = ["gpt2", "cl100k_base"]
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,10 +15,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course_llm.core import set_seed
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 from course_llm.optim import adamw
-from course_llm.train import (NonFiniteLossError, TrainConfig, Trainer, build_model, cosine_schedule,
-                              latest_checkpoint, load_weights, main, param_groups, save_weights)
+from course_llm.optim import NonFiniteLossError
+from course_llm.train import build_model, main
+from course_llm.train_config import TrainConfig
+from course_llm.trainer import Trainer
+from course_llm.optim import cosine_schedule, param_groups
+from course_llm.checkpoints import latest_checkpoint, load_weights, save_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +60,7 @@ def _ids(n=3000, vocab=11, seed=0):
 
 
 def _config(**kw):
-    base = dict(max_steps=20, batch_size=4, block_size=16, grad_accum=2, max_lr=3e-2, min_lr=3e-3,
+    base = dict(max_steps=20, batch_size=4, seq_len=16, grad_accum=2, max_lr=3e-2, min_lr=3e-3,
                 warmup_steps=4, eval_interval=10, eval_tokens=512, seed=3)
     return TrainConfig(**{**base, **kw})
 
@@ -179,7 +184,7 @@ def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
     config = _config(out_dir=str(tmp_path))
     saver = Trainer(_model(), _ids(), _ids(1000, seed=1), config)
     saver.optimizer = torch.optim.AdamW(param_groups(saver.raw_model, config.weight_decay),
-                                        lr=config.max_lr, betas=config.betas, eps=config.eps)
+                                        lr=config.max_lr, betas=config.betas, eps=config.adam_eps)
     saver.fit(10)
     assert not saver.optimizer.state_dict()["param_groups"][0]["fused"]
     resumed = Trainer(_model(seed=5), _ids(), _ids(1000, seed=1), config)
@@ -195,7 +200,7 @@ def test_resume_keeps_this_machines_adamw_kernel(tmp_path):
 def test_validation_loss_is_mean_over_windows():
     model = _model(dropout=0.0)
     val = _ids(200, seed=5)
-    trainer = Trainer(model, _ids(), val, _config(eval_tokens=None, block_size=16))
+    trainer = Trainer(model, _ids(), val, _config(eval_tokens=None, seq_len=16))
     n = (len(val) - 1) // 16 * 16
     logits, _ = model(val[:n].view(-1, 16))
     want = F.cross_entropy(logits.flatten(0, 1), val[1:n + 1]).item()
@@ -241,7 +246,7 @@ def test_ddp_two_processes_equal_one_process(tmp_path):
     train_ids, val_ids = _ids(), _ids(1000, seed=1)
     torch.save(train_ids, tmp_path / "train.pt")
     torch.save(val_ids, tmp_path / "val.pt")
-    per_process = dict(max_steps=6, batch_size=2, block_size=16, grad_accum=2, max_lr=3e-2, min_lr=3e-3,
+    per_process = dict(max_steps=6, batch_size=2, seq_len=16, grad_accum=2, max_lr=3e-2, min_lr=3e-3,
                        warmup_steps=2, eval_interval=3, eval_tokens=512, seed=3)
     model_kwargs = dict(vocab_size=11, d=16, dropout=0.0)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
@@ -272,14 +277,14 @@ def test_ddp_two_processes_equal_one_process(tmp_path):
 def test_bad_inputs():
     with pytest.raises(ValueError, match="warmup_steps"):
         TrainConfig(max_steps=10, warmup_steps=20)
-    with pytest.raises(ValueError, match="block_size"):
-        Trainer(_model(), _ids(10), None, _config(block_size=16))
+    with pytest.raises(ValueError, match="seq_len"):
+        Trainer(_model(), _ids(10), None, _config(seq_len=16))
     with pytest.raises(TypeError, match="config"):
         Trainer(_model(), _ids(), None, {"max_steps": 3})
 
 
 def test_cli_builds_gpt_from_config_json(tmp_path):
-    fields = {"vocab_size": 11, "n_layer": 1, "n_head": 2, "d_model": 16, "block_size": 16}
+    fields = {"vocab_size": 11, "n_layer": 1, "n_head": 2, "d_model": 16, "max_len": 16}
     torch.manual_seed(5)
     built = build_model("course_llm.gpt:GPT", config=json.loads(json.dumps(fields)))
     torch.manual_seed(5)
@@ -296,24 +301,24 @@ def test_cli_builds_gpt_from_config_json(tmp_path):
         build_model("course_llm.gpt.GPT", config=fields)
     with pytest.raises(TypeError, match="config"):
         build_model("course_llm.gpt:GPT", config='{"n_layer": 1}')
-    # the command line end to end: block_size filled in from the training configuration
+    # the command line end to end: max_len filled in from the training configuration's seq_len
     torch.save(_ids(), tmp_path / "train.pt")
-    history = main(["--model", "course_llm.gpt:GPT", "--model-config", json.dumps({k: v for k, v in fields.items() if k != "block_size"}),
-                    "--train-config", json.dumps(dict(max_steps=2, batch_size=2, block_size=8, warmup_steps=1)),
+    history = main(["--model", "course_llm.gpt:GPT", "--model-config", json.dumps({k: v for k, v in fields.items() if k != "max_len"}),
+                    "--train-config", json.dumps(dict(max_steps=2, batch_size=2, seq_len=8, warmup_steps=1)),
                     "--train-ids", str(tmp_path / "train.pt"), "--out", str(tmp_path / "gpt")])
     assert len(history["train_loss"]) == 2
     info = json.loads((latest_checkpoint(tmp_path / "gpt") / "state.json").read_text())
-    assert info["model_config"] == asdict(GPTConfig(**{**fields, "block_size": 8}))
+    assert info["model_config"] == asdict(GPTConfig(**{**fields, "max_len": 8}))
 
 
 @pytest.mark.parametrize("field, value, error", [
-    ("grad_clip", float("nan"), ValueError), ("grad_clip", -1.0, ValueError),
-    ("grad_clip", None, TypeError), ("max_lr", 0.0, ValueError), ("max_lr", float("nan"), ValueError),
+    ("max_grad_norm", float("nan"), ValueError), ("max_grad_norm", -1.0, ValueError),
+    ("max_grad_norm", None, TypeError), ("max_lr", 0.0, ValueError), ("max_lr", float("nan"), ValueError),
     ("max_lr", float("inf"), ValueError), ("min_lr", -1e-4, ValueError), ("min_lr", float("nan"), ValueError),
-    ("eps", 0.0, ValueError), ("weight_decay", -0.1, ValueError), ("weight_decay", float("inf"), ValueError),
+    ("adam_eps", 0.0, ValueError), ("weight_decay", -0.1, ValueError), ("weight_decay", float("inf"), ValueError),
     ("betas", (0.9,), ValueError), ("betas", (0.9, 1.0), ValueError), ("betas", (float("nan"), 0.9), ValueError),
     ("batch_size", 0, ValueError), ("batch_size", -2, ValueError), ("batch_size", 2.0, TypeError),
-    ("block_size", 0, ValueError), ("grad_accum", 0, ValueError), ("max_steps", True, TypeError),
+    ("seq_len", 0, ValueError), ("grad_accum", 0, ValueError), ("max_steps", True, TypeError),
     ("eval_interval", 0, ValueError), ("keep_checkpoints", 0, ValueError), ("eval_tokens", 0, ValueError),
     ("warmup_steps", -1, ValueError), ("seed", -1, ValueError), ("out_dir", 3, TypeError),
     ("progress", "yes", TypeError), ("mixed_precision", 1, TypeError),
@@ -325,11 +330,11 @@ def test_train_config_rejects_bad_fields(field, value, error):
 
 def _gpt(vocab_size=11):
     torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=vocab_size, block_size=8, n_layer=1, d_model=16, n_head=2))
+    return GPT(GPTConfig(vocab_size=vocab_size, max_len=8, n_layer=1, d_model=16, n_head=2))
 
 
 def test_trainer_rejects_ids_outside_the_vocabulary():
-    cfg = _config(block_size=8, max_steps=2, warmup_steps=0)
+    cfg = _config(seq_len=8, max_steps=2, warmup_steps=0)
     for bad in (torch.arange(100) % 20, torch.arange(100) % 11 - 1):
         with pytest.raises(ValueError, match=r"train_ids.*vocabulary has 11 tokens"):
             Trainer(_gpt(), bad, None, cfg)
@@ -337,7 +342,7 @@ def test_trainer_rejects_ids_outside_the_vocabulary():
         Trainer(_gpt(), torch.arange(100) % 11, torch.arange(100) + 11, cfg)
     with pytest.raises(TypeError, match="train_ids"):
         Trainer(_gpt(), torch.arange(100.0), None, cfg)
-    with pytest.raises(ValueError, match="block_size=8"):
+    with pytest.raises(ValueError, match="seq_len=8"):
         Trainer(_gpt(), torch.arange(100) % 11, torch.arange(5), cfg)
     # a model that does not state its vocabulary: the embedding's IndexError becomes a ValueError
     trainer = Trainer(_model(vocab_size=7), torch.arange(100) % 9, None, cfg)
@@ -370,11 +375,11 @@ def test_trainer_rejects_bad_fit_steps_and_bad_models():
         Trainer(lambda x: x, _ids(), None, _config())
 
 
-def test_nan_grad_clip_can_no_longer_switch_clipping_off():
-    with pytest.raises(ValueError, match="grad_clip"):
-        TrainConfig(grad_clip=float("nan"))
+def test_nan_max_grad_norm_can_no_longer_switch_clipping_off():
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        TrainConfig(max_grad_norm=float("nan"))
     # and a real clip does clip: the oracle is torch's clip_grad_norm_ applied by hand
-    cfg = _config(grad_clip=1e-3, max_steps=1, warmup_steps=0, grad_accum=1)
+    cfg = _config(max_grad_norm=1e-3, max_steps=1, warmup_steps=0, grad_accum=1)
     trainer = Trainer(_model(dropout=0.0), _ids(), None, cfg)
     trainer.train_step()
     norm = torch.nn.utils.get_total_norm([p.grad for p in trainer.raw_model.parameters()])
@@ -397,15 +402,3 @@ def test_cli_names_bad_flags(tmp_path):
             main(base + [flag, text])
     with pytest.raises(ValueError, match="cannot import"):
         build_model("no_such_module_xyz:Model")
-
-
-def test_train_keeps_every_name_it_exported():
-    import course_llm.train as train
-    from course_llm import checkpoints, distributed, optim, trainer
-    homes = {"autocast_dtype": trainer, "TrainConfig": trainer, "NonFiniteLossError": trainer,
-             "Trainer": trainer, "plot_history": trainer, "setup_distributed": distributed,
-             "save_weights": checkpoints, "load_weights": checkpoints,
-             "latest_checkpoint": checkpoints, "cosine_schedule": optim, "param_groups": optim}
-    for name, home in homes.items():
-        assert getattr(train, name) is getattr(home, name), name
-    assert callable(train.main) and callable(train.build_model)

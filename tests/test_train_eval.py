@@ -86,7 +86,7 @@ def test_as_token_ids_and_vocab():
 
 def test_evaluate_loss_rejects_bad_input():
     model, ids = Bigram(5), torch.arange(50) % 5
-    with pytest.raises(ValueError, match="block_size"):
+    with pytest.raises(ValueError, match="seq_len"):
         evaluate_loss(model, ids, 0)
     with pytest.raises(ValueError, match="batch_size"):
         evaluate_loss(model, ids, 4, batch_size=0)

@@ -1,9 +1,13 @@
-"""course_llm.vit: patchify against a brute-force loop and F.unfold; ViT shapes and input checks."""
+"""course_llm.vit: patchify against a brute-force loop and F.unfold; ViT shapes and input checks;
+train_classifier against a plain torch.optim.AdamW loop over the same epoch orders."""
 import pytest
 import torch
 import torch.nn.functional as F
 
-from course_llm.vit import ViT, ViTConfig, accuracy, digits_splits, patchify
+import copy
+
+from course_llm.core import generator
+from course_llm.vit import ViT, ViTConfig, accuracy, digits_splits, patchify, train_classifier
 
 
 def patchify_loops(x, p):
@@ -75,3 +79,30 @@ def test_digits_and_accuracy():
 def test_bad_configs_raise(bad):
     with pytest.raises((ValueError, TypeError)):
         ViTConfig(**bad)
+
+
+def test_train_classifier_equals_a_plain_adamw_loop():
+    """Oracle: torch.optim.AdamW (decay on matrices only, as fit's param_groups), the same
+    shuffled epochs; the per-epoch mean loss weights the short last batch by its size."""
+    torch.manual_seed(0)
+    X, y = torch.rand(70, 1, 8, 8), torch.arange(70) % 10
+    a = ViT(ViTConfig(patch_size=4, d_model=16, n_head=2, n_layer=1))
+    b = copy.deepcopy(a)
+    hist = train_classifier(a, X, y, epochs=2, batch_size=32, lr=1e-2, weight_decay=0.1, seed=3)
+    params = list(b.parameters())
+    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+                            lr=1e-2, fused=True)  # the kernel fit uses on CPU
+    g, ref = generator(3), []
+    for _ in range(2):
+        order, total = torch.randperm(70, generator=g), 0.0
+        for i in range(0, 70, 32):
+            idx = order[i:i + 32]
+            loss = F.cross_entropy(b(X[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        ref.append(total / 70)
+    assert hist == pytest.approx(ref, rel=1e-4)
+    assert all(torch.allclose(p, q, atol=1e-4) for p, q in zip(a.parameters(), b.parameters()))

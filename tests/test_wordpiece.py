@@ -12,8 +12,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 from course_llm.data import load_corpus, load_sentiment  # noqa: E402
-from course_llm.wordpiece import (WordPieceTokenizer, bert_normalize, is_punctuation,  # noqa: E402
-                                  pre_tokenize, wordpiece_split)
+from course_llm.wordpiece import WordPieceTokenizer, wordpiece_split
+from course_llm.bert_normalizer import bert_normalize, is_punctuation, pre_tokenize
 
 transformers.logging.set_verbosity_error()
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -220,7 +220,7 @@ def test_bad_inputs(ours, tmp_path):
 # --- training -------------------------------------------------------------------------------
 from fractions import Fraction  # noqa: E402
 
-from course_llm.wordpiece import count_words, pair_scores, train_wordpiece  # noqa: E402
+from course_llm.wordpiece_train import count_words, pair_scores, train_wordpiece
 
 
 def _naive_train(counts, vocab_size, criterion):

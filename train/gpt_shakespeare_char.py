@@ -22,9 +22,12 @@ from safetensors.torch import save
 
 from course_llm.core import set_seed, write_atomic
 from course_llm.data import corpus_splits, load_corpus
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 from course_llm.tokenizers import CharTokenizer
-from course_llm.train import TrainConfig, Trainer, latest_checkpoint
+from course_llm.train_config import TrainConfig
+from course_llm.trainer import Trainer
+from course_llm.checkpoints import latest_checkpoint
 from course_llm.zoo import stream_loss
 
 NAME = "gpt-shakespeare-char"
@@ -45,11 +48,11 @@ def main(argv=None) -> dict:
     tok = CharTokenizer(load_corpus("shakespeare"))
     train_ids = torch.tensor(tok.encode(train))
     val_ids = torch.tensor(tok.encode(val))
-    model_cfg = GPTConfig.gpt2_style(vocab_size=tok.vocab_size, block_size=128, n_layer=4,
+    model_cfg = GPTConfig.gpt2_style(vocab_size=tok.vocab_size, max_len=128, n_layer=4,
                                      d_model=128, n_head=4)
     model = GPT(model_cfg)
-    cfg = TrainConfig(max_steps=args.steps, batch_size=32, block_size=128, max_lr=3e-3,
-                      min_lr=3e-4, warmup_steps=100, weight_decay=0.1, grad_clip=1.0,
+    cfg = TrainConfig(max_steps=args.steps, batch_size=32, seq_len=128, max_lr=3e-3,
+                      min_lr=3e-4, warmup_steps=100, weight_decay=0.1, max_grad_norm=1.0,
                       eval_interval=250, eval_tokens=32768, seed=args.seed, progress=False,
                       out_dir=args.run_dir, keep_checkpoints=2)
     trainer = Trainer(model, train_ids, val_ids, cfg)
