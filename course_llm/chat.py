@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from .core import check_bool, check_positive_int
-from .tokenizers import BPETokenizer
+from .fast_bpe import BPETokenizer
 
 # %% ../nbs/12_chat.ipynb #9d01ff55
 IM_START = "<|im_start|>"
@@ -53,9 +53,6 @@ def check_messages(messages) -> list:
             )
     return list(messages)
 
-
-_check_messages = check_messages  # the old private name, kept for one release
-
 # %% ../nbs/12_chat.ipynb #8758f334
 def render_chat(
     messages, add_generation_prompt: bool = False, default_system: str = None
@@ -66,7 +63,8 @@ def render_chat(
         messages: list of ``{"role": "system"|"user"|"assistant", "content": str}``.
         add_generation_prompt: append ``<|im_start|>assistant\\n`` so the model writes a reply.
         default_system: if given and the first message is not a system message, prepend
-            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's template does this).
+            ``{"role": "system", "content": default_system}`` (SmolLM2-Instruct's template
+            does this). Checked like every content: no ChatML markers.
 
     Returns:
         The rendered string.
@@ -75,14 +73,18 @@ def render_chat(
         >>> render_chat([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
         '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n'
     """
-    check_messages(messages)
+    messages = check_messages(messages)
     check_bool("add_generation_prompt", add_generation_prompt)
-    if default_system is not None and not isinstance(default_system, str):
-        raise TypeError(
-            "`default_system` must be a str or None, got "
-            f"{type(default_system).__name__}"
-        )
-    messages = list(messages)
+    if default_system is not None:  # every string that reaches the template is checked
+        if not isinstance(default_system, str):
+            raise TypeError(
+                "`default_system` must be a str or None, got "
+                f"{type(default_system).__name__}"
+            )
+        if IM_START in default_system or IM_END in default_system:
+            raise ValueError(
+                f"`default_system` contains {IM_START} or {IM_END}; remove them"
+            )
     if default_system is not None and (not messages or messages[0]["role"] != "system"):
         messages = [{"role": "system", "content": default_system}] + messages
     text = "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in messages)
@@ -144,8 +146,9 @@ def grow_vocab(model, n_new: int) -> list:
         The new ids, ``[N_V, ..., N_V + n_new - 1]``.
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=50, block_size=8, n_layer=1, d_model=16))
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=50, max_len=8, n_layer=1, d_model=16))
         >>> grow_vocab(m, 2), m.tok_emb.weight.shape, m.lm_head.weight is m.tok_emb.weight
         ([50, 51], torch.Size([52, 16]), True)
     """
@@ -194,10 +197,11 @@ def add_special_tokens(model, tokenizer, tokens=(IM_START, IM_END)) -> list:
         The ids of `tokens`, in order.
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
-        >>> from course_llm.tokenizers import BPETokenizer
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
+        >>> from course_llm.fast_bpe import BPETokenizer
         >>> tok = BPETokenizer.train("hello world " * 10, 256 + 4)
-        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=tok.vocab_size, block_size=8, n_layer=1, d_model=16))
+        >>> m = GPT(GPTConfig.gpt2_style(vocab_size=tok.vocab_size, max_len=8, n_layer=1, d_model=16))
         >>> add_special_tokens(m, tok), tok.vocab_size, m.config.vocab_size
         ([260, 261], 262, 262)
         >>> tok.encode("<|im_start|>hi", allowed_special="all")[0]

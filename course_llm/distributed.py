@@ -10,7 +10,7 @@ import torch.distributed as dist
 
 
 def rank_info() -> tuple[int, int]:
-    """``(rank, world_size)`` of this process: ``(0, 1)`` outside an initialised process group.
+    """``(rank, world_size)`` of this process: ``(0, 1)`` outside a process group.
 
     Example:
         >>> rank_info()
@@ -25,11 +25,12 @@ __all__ = ['rank_info', 'setup_distributed']
 
 # %% ../nbs/07d_distributed.ipynb #8b3a3db8
 def setup_distributed() -> torch.device:
-    """Join the process group that ``torchrun`` describes in the environment; return the device.
+    """Join the process group that ``torchrun`` describes; return the device.
 
-    Without ``torchrun`` (no ``RANK`` variable) nothing is initialised and the device is
-    ``cuda`` if available, else ``cpu``. Under ``torchrun`` the backend is NCCL with one GPU per
-    process (``LOCAL_RANK``) when GPUs are visible, and gloo on CPU otherwise.
+    Without ``torchrun`` (no ``RANK`` variable) nothing is initialised and the device
+    is ``cuda`` if available, else ``cpu``. Under ``torchrun`` the backend is NCCL with
+    one GPU per process (``LOCAL_RANK``) when GPUs are visible, and gloo on CPU
+    otherwise.
 
     Example:
         >>> "RANK" in os.environ or setup_distributed().type in {"cpu", "cuda"}

@@ -8,7 +8,7 @@ import random
 
 from .core import check_choice, check_int, check_positive_int
 from .data import corpus_splits, load_sentiment
-from .icl import STRING_RULES
+from .icl_tasks import STRING_RULES
 
 # %% auto #0
 __all__ = ['SENTIMENT_TEMPLATES', 'tasks', 'task']
@@ -110,12 +110,19 @@ def _string_rules(rng, n, shots=3, rules=_RULES):
         )
     return items
 
+# %% ../nbs/21b_eval_tasks.ipynb #05dffbd9
+def _uppercase(rng, n, length=4):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = ["".join(rng.choice(letters) for _ in range(length)) for _ in range(n)]
+    return [{"prompt": f"{w}:", "answer": w.upper()} for w in words]
+
 
 _TASKS = {
     "shakespeare_cloze": "mc",
     "sentiment": "mc",
     "arithmetic": "exact",
     "string_rules": "exact",
+    "uppercase": "exact",
 }
 
 # %% ../nbs/21b_eval_tasks.ipynb #eaac5589
@@ -139,6 +146,9 @@ def task(name, n=20, seed=0, template=0):
     - ``arithmetic`` (exact match): three solved sums of two-digit numbers, then a fourth.
     - ``string_rules`` (exact match): three examples of one of chapter 11's string rules on
       letters a-h, then a query.
+    - ``uppercase`` (exact match): a random word of four lowercase letters and a colon, to
+      be answered in capitals (``"abcd:"`` -> ``"ABCD"``), zero-shot: chapter 18's LoRA
+      fine-tuning task.
 
     The zoo's character model can read every prompt: the cloze keeps Shakespeare's own
     characters, the other tasks use only letters, digits, spaces, newlines and ``.,;:!?'-"``.
@@ -162,4 +172,6 @@ def task(name, n=20, seed=0, template=0):
         return _cloze(rng, n)
     if name == "sentiment":
         return _sentiment(rng, n, template)
+    if name == "uppercase":
+        return _uppercase(rng, n)
     return _arithmetic(rng, n) if name == "arithmetic" else _string_rules(rng, n)

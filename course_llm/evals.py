@@ -3,16 +3,29 @@
 # %% ../nbs/21_evals.ipynb #22df3af8
 from __future__ import annotations
 
+import operator
+import re
+
 import torch
 import torch.nn.functional as F
 
-from .core import check_float, check_int, check_positive_int, generator
+from course_llm.core import (
+    check_bool,
+    check_float,
+    check_int,
+    check_positive_int,
+    check_tensor,
+    check_token_ids,
+    generator,
+)
 from .eval_tasks import SENTIMENT_TEMPLATES, task, tasks  # re-exported here
 from .generate import generate
+from .gpt import GPT
+from .kv_cache import make_kv_cache
 
 # %% auto #0
-__all__ = ['sliding_nll', 'perplexity', 'choice_logprobs', 'multiple_choice', 'normalize_answer', 'exact_match',
-           'greedy_generator', 'bootstrap_ci']
+__all__ = ['sliding_nll', 'perplexity', 'choice_logprobs', 'multiple_choice', 'normalize_answer', 'extract_number',
+           'extract_choice', 'exact_match', 'greedy_generator', 'bootstrap_ci']
 
 # %% ../nbs/21_evals.ipynb #ca9c0adc
 def _check_tokenizer(tokenizer, need_decode=False):
@@ -52,6 +65,41 @@ def _context(model, max_len):
         )
     return max_len
 
+# %% ../nbs/21_evals.ipynb #ad232fb6
+def _check_ids(name, ids, model, min_len=1):
+    """`ids` (a list of ints or a 1-D integer tensor) as a 1-D long tensor on the CPU,
+    each id inside the model's vocabulary when the model states it."""
+    if torch.is_tensor(ids):
+        check_tensor(name, ids, ndim=1, dtype="int")
+        ids = ids.detach().long().cpu()
+    elif isinstance(ids, (list, tuple)):
+        for k, i in enumerate(ids):
+            try:
+                if isinstance(i, bool):
+                    raise TypeError
+                operator.index(i)
+            except TypeError:
+                raise TypeError(
+                    f"`{name}` must hold integer token ids, got {type(i).__name__} "
+                    f"{i!r} at position {k}: pass the ids the tokenizer returns"
+                ) from None
+        ids = torch.tensor([operator.index(i) for i in ids], dtype=torch.long)
+    else:
+        raise TypeError(
+            f"`{name}` must be a list of token ids or a 1-D integer tensor, got "
+            f"{type(ids).__name__}"
+        )
+    if len(ids) < min_len:
+        raise ValueError(
+            f"`{name}` must hold at least {min_len} token id(s), got {len(ids)}"
+        )
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    if vocab is not None:
+        check_token_ids(name, ids, vocab)
+    elif len(ids) and int(ids.min()) < 0:
+        raise ValueError(f"`{name}` holds a negative token id {int(ids.min())}")
+    return ids
+
 # %% ../nbs/21_evals.ipynb #9721c3f6
 @torch.no_grad()
 def sliding_nll(model, ids, *, max_len, stride):
@@ -64,7 +112,8 @@ def sliding_nll(model, ids, *, max_len, stride):
 
     Args:
         model: called as ``model(idx) -> (logits, loss)``, logits (1, T, V).
-        ids: 1-D list or tensor of at least 2 token ids.
+        ids: 1-D list or integer tensor of at least 2 token ids, inside the model's
+            vocabulary (float ids are refused, not truncated).
         max_len: window length (tokens fed to the model), >= 2.
         stride: how far each window moves, 1 <= stride <= max_len.
 
@@ -72,7 +121,8 @@ def sliding_nll(model, ids, *, max_len, stride):
         ``(nll, n)``: the summed loss and the number of scored tokens.
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
         >>> config = GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8,
         ...                               n_head=2)
         >>> m = GPT(config)
@@ -82,11 +132,7 @@ def sliding_nll(model, ids, *, max_len, stride):
     """
     max_len = check_int("max_len", max_len, min=2)
     stride = check_int("stride", stride, min=1, max=max_len)
-    ids = torch.as_tensor(ids, dtype=torch.long)
-    if ids.ndim != 1 or len(ids) < 2:
-        raise ValueError(
-            f"`ids` must be 1-D with at least 2 tokens, got shape {tuple(ids.shape)}"
-        )
+    ids = _check_ids("ids", ids, model, min_len=2)
     device = next(model.parameters()).device
     nll, n, scored_up_to = 0.0, 0, 0  # tokens before `scored_up_to` are done
     for begin in range(0, len(ids) - 1, stride):
@@ -165,17 +211,115 @@ def _check_items(items, kind):
             raise ValueError(f"`items[{k}]` needs a str 'answer' for exact match")
     return items
 
+# %% ../nbs/21_evals.ipynb #deec0c43
+_BATCH_TOKENS = 4096  # tokens per forward pass when scoring many rows
+
+
+@torch.no_grad()
+def _logprob_sums(model, rows, reads):
+    """Summed log-probabilities read off right-padded batches of `rows`.
+
+    `rows` are 1-D long tensors, each fed to the model as is; a read ``(r, first, targets)``
+    sums log p(targets[i]) at position ``first + i`` of row r. Rows of similar length share a
+    forward pass (a causal model never looks right, so the padding changes nothing); a
+    course `GPT` computes the output layer only at the positions read.
+    """
+    device = next(model.parameters()).device
+    by_row = [[] for _ in rows]
+    for j, (r, first, targets) in enumerate(reads):
+        by_row[r].append((j, first, targets))
+    out = torch.zeros(len(reads), dtype=torch.float64)
+    order = sorted(range(len(rows)), key=lambda r: len(rows[r]))
+    start = 0
+    while start < len(order):
+        stop = start + 1  # rows sorted by length: the last one is the longest
+        while stop < len(order) and (stop - start + 1) * len(rows[order[stop]]) <= (
+            _BATCH_TOKENS
+        ):
+            stop += 1
+        chunk = order[start:stop]
+        T = len(rows[chunk[-1]])
+        x = torch.zeros(len(chunk), T, dtype=torch.long)
+        b, pos, tgt, which = [], [], [], []
+        for i, r in enumerate(chunk):
+            x[i, : len(rows[r])] = rows[r]
+            for j, first, targets in by_row[r]:
+                n = len(targets)
+                b += [i] * n
+                pos += range(first, first + n)
+                tgt.append(targets)
+                which += [j] * n
+        x = x.to(device)
+        b, pos = torch.tensor(b, device=device), torch.tensor(pos, device=device)
+        if isinstance(model, GPT):  # the output layer only where it is read
+            logits = model.lm_head(model.features(x)[b, pos])  # (n_read, V)
+        else:
+            logits = model(x)[0][b, pos]  # (n_read, V)
+        logits = logits.float()
+        tgt = torch.cat(tgt).to(device)
+        lp = logits.gather(1, tgt[:, None])[:, 0] - logits.logsumexp(-1)  # (n_read,)
+        out.index_add_(0, torch.tensor(which), lp.double().cpu())
+        start = stop
+    return out.tolist()
+
+# %% ../nbs/21_evals.ipynb #7e52f9e6
+@torch.no_grad()
+def _cached_choice_sums(model, prompt, choices):
+    """Summed log-probabilities of `choices` after `prompt` for a course `GPT`: the prompt
+    goes through the model once, into a KV cache that every choice then continues."""
+    device = next(model.parameters()).device
+    P, longest = len(prompt), max(map(len, choices))
+    first = make_kv_cache(model, 1, P + longest - 1)
+    h_prompt = model.features(prompt[None].to(device), first)[0, -1]  # (d,)
+    caches = make_kv_cache(model, len(choices), P + longest - 1)
+    for cache, cached in zip(caches, first):  # the prompt's keys and values, per choice
+        cache.k[:, :, :P], cache.v[:, :, :P] = cached.k[:, :, :P], cached.v[:, :, :P]
+        cache.length = P
+    x = torch.zeros(len(choices), max(longest - 1, 1), dtype=torch.long)
+    for j, c in enumerate(choices):
+        x[j, : len(c) - 1] = c[:-1]  # the last token of a choice is never fed
+    h = model.features(x.to(device), caches)  # (C, longest - 1, d)
+    out = []
+    for j, c in enumerate(choices):  # token i of a choice is read at h[i - 1]
+        logits = model.lm_head(torch.cat([h_prompt[None], h[j, : len(c) - 1]])).float()
+        lp = logits.gather(1, c[:, None].to(device))[:, 0] - logits.logsumexp(-1)
+        out.append(lp.sum().item())
+    return out
+
 # %% ../nbs/21_evals.ipynb #a15e14e3
+def _choice_reads(prompt, choices, row):
+    """Rows and reads scoring `choices` after `prompt` (tensors), the rows numbered from
+    `row`: one row per choice, or one row for all when every choice is a single token."""
+    P = len(prompt)
+    if all(len(c) == 1 for c in choices):  # fast path: one pass over the prompt
+        return [prompt], [(row, P - 1, c) for c in choices]
+    rows = [torch.cat([prompt, c])[:-1] for c in choices]  # token P+i read at P+i-1
+    return rows, [(row + j, P - 1, c) for j, c in enumerate(choices)]
+
+# %% ../nbs/21_evals.ipynb #d28d7df1
 @torch.no_grad()
 def choice_logprobs(model, prompt_ids, choice_ids):
     """Summed log-probability of each continuation in `choice_ids` after `prompt_ids`.
 
-    All continuations go through the model in one batch (right-padded: a causal model never
-    looks right, so padding changes nothing). When every continuation is a single token, one
-    pass over the prompt alone gives all of them (the fast path).
+    When every continuation is a single token, one pass over the prompt gives all of them
+    (the fast path). Otherwise a course `GPT` reads the prompt once into a KV cache (chapter
+    08) that each continuation extends; any other model gets the rows ``prompt +
+    continuation`` in one right-padded batch (a causal model never looks right, so padding
+    changes nothing).
+
+    Args:
+        model: called as ``model(idx) -> (logits, loss)``, e.g. a course `GPT`.
+        prompt_ids: a non-empty list (or 1-D integer tensor) of token ids.
+        choice_ids: a non-empty list of such lists, one continuation each.
+
+    Raises:
+        TypeError: ids that are not integers (floats are not truncated).
+        ValueError: an id outside the model's vocabulary (a negative id does not wrap),
+            an empty prompt or continuation, or a row longer than the model's context.
 
     Example:
-        >>> from course_llm.gpt import GPT, GPTConfig
+        >>> from course_llm.gpt import GPT
+        >>> from course_llm.gpt_config import GPTConfig
         >>> config = GPTConfig.gpt2_style(vocab_size=5, max_len=8, n_layer=1, d_model=8,
         ...                               n_head=2)
         >>> m = GPT(config)
@@ -184,21 +328,24 @@ def choice_logprobs(model, prompt_ids, choice_ids):
         >>> abs(a[1] - b[1]) < 1e-5
         True
     """
-    device = next(model.parameters()).device
-    P = len(prompt_ids)
-    if all(len(c) == 1 for c in choice_ids):  # fast path
-        logits = model(torch.tensor([prompt_ids], device=device))[0][0, -1]  # (V,)
-        logp = logits.float().log_softmax(-1)
-        return [logp[c[0]].item() for c in choice_ids]
-    rows = [prompt_ids + c for c in choice_ids]
-    T = max(map(len, rows))
-    idx = torch.tensor([r + [0] * (T - len(r)) for r in rows], device=device)  # (C, T)
-    logp = model(idx[:, :-1])[0].float().log_softmax(-1)  # (C, T-1, V)
-    out = []
-    for j, c in enumerate(choice_ids):  # token P+i is predicted at P+i-1
-        pos = torch.arange(P - 1, P - 1 + len(c), device=device)
-        out.append(logp[j, pos, torch.tensor(c, device=device)].sum().item())
-    return out
+    prompt = _check_ids("prompt_ids", prompt_ids, model)
+    if not isinstance(choice_ids, (list, tuple)) or not choice_ids:
+        raise ValueError(
+            "`choice_ids` must be a non-empty list of token-id lists, one per choice"
+        )
+    choices = [
+        _check_ids(f"choice_ids[{j}]", c, model) for j, c in enumerate(choice_ids)
+    ]
+    limit = getattr(getattr(model, "config", None), "max_len", None)
+    longest = len(prompt) + max(map(len, choices)) - 1
+    if limit is not None and longest > limit:
+        raise ValueError(
+            f"`prompt_ids` plus the longest of `choice_ids` feed {longest} tokens to a "
+            f"model of context {limit}: keep only the last tokens of the prompt"
+        )
+    if isinstance(model, GPT) and max(map(len, choices)) > 1:
+        return _cached_choice_sums(model, prompt, choices)
+    return _logprob_sums(model, *_choice_reads(prompt, choices, 0))
 
 # %% ../nbs/21_evals.ipynb #c934a9d2
 def multiple_choice(model, tokenizer, items, *, max_len=None):
@@ -211,7 +358,10 @@ def multiple_choice(model, tokenizer, items, *, max_len=None):
     - ``acc_norm``: the largest log-probability per character of the choice, the length
       normalisation of EleutherAI's evaluation harness (independent of the tokenizer).
 
-    Prompts longer than the window lose their leftmost tokens.
+    Prompts longer than the window lose their leftmost tokens. Items whose choices are all
+    single tokens are scored together, in batches of similar length; the others go through
+    `choice_logprobs` one by one (for a course `GPT`, the prompt once and each choice on its
+    KV cache).
 
     Args:
         model: a course `GPT` (``model(idx) -> (logits, loss)``).
@@ -235,20 +385,32 @@ def multiple_choice(model, tokenizer, items, *, max_len=None):
     _check_tokenizer(tokenizer)
     _check_items(items, "mc")
     L = _context(model, max_len)
-    keys = ("pred", "pred_norm", "correct", "correct_norm", "logprobs")
-    result = {k: [] for k in keys}
+    rows, reads, cached = [], [], {}
     for k, item in enumerate(items):
         prompt = _encode(tokenizer, item["prompt"], f"items[{k}]['prompt']")
-        choices = [
-            _encode(tokenizer, c, f"items[{k}]['choices']") for c in item["choices"]
-        ]
+        where = f"items[{k}]['choices']"
+        choices = [_encode(tokenizer, c, where) for c in item["choices"]]
         longest = max(map(len, choices))
         if not prompt or not all(choices) or longest >= L:
             raise ValueError(
                 f"`items[{k}]`: the prompt and every choice must encode to at "
                 f"least one token, and each choice to fewer than max_len={L}"
             )
-        lp = choice_logprobs(model, prompt[-(L + 1 - longest) :], choices)
+        prompt = _check_ids(
+            f"items[{k}]['prompt']", prompt[-(L + 1 - longest) :], model
+        )
+        choices = [_check_ids(where, c, model) for c in choices]
+        if isinstance(model, GPT) and longest > 1:
+            cached[k] = _cached_choice_sums(model, prompt, choices)
+            continue
+        new_rows, new_reads = _choice_reads(prompt, choices, len(rows))
+        rows += new_rows
+        reads += new_reads
+    flat = iter(_logprob_sums(model, rows, reads) if rows else [])
+    keys = ("pred", "pred_norm", "correct", "correct_norm", "logprobs")
+    result = {k: [] for k in keys}
+    for k, item in enumerate(items):
+        lp = cached[k] if k in cached else [next(flat) for _ in item["choices"]]
         norm = [v / len(c) for v, c in zip(lp, item["choices"])]
         for name, scores in (("pred", lp), ("pred_norm", norm)):
             best = max(range(len(scores)), key=scores.__getitem__)
@@ -272,31 +434,170 @@ def normalize_answer(text):
         raise TypeError(f"`text` must be a str, got {type(text).__name__}")
     return text.split("\n", 1)[0].strip().removesuffix(".").strip()
 
+# %% ../nbs/21_evals.ipynb #5ab04c09
+_NUMBER = re.compile(
+    r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?"
+)  # sign, whole part (commas only between groups of three), decimals
+
+
+def _canonical(sign, whole, decimals):
+    whole = str(int(whole.replace(",", "")))
+    decimals = (decimals or "").rstrip("0").rstrip(".")
+    negative = sign != "" and (whole != "0" or decimals != "")
+    return ("-" if negative else "") + whole + decimals
+
+# %% ../nbs/21_evals.ipynb #d260392d
+def extract_number(text, *, strict=False):
+    """The numeric answer of a generated `text`, GSM8K style, as a canonical string.
+
+    The number after the last ``####`` marker (GSM8K's reference format) wins; without one
+    (and unless `strict`), the last number of the text. Commas between groups of three
+    digits, a leading ``$`` and trailing zeros after the decimal point are dropped, and a
+    minus sign counts only when it does not follow a word or digit (``5-7`` ends in 7), so
+    equal values compare equal as strings.
+
+    Args:
+        text: the model's output (or a reference answer).
+        strict: accept only a number after ``####`` (lm-eval's "strict-match"); otherwise
+            fall back to the last number ("flexible-extract").
+
+    Returns:
+        A string such as ``"1234"``, ``"-5"`` or ``"3.5"``, or None if there is no number.
+
+    Example:
+        >>> extract_number("She has 48 + 24 = 72 clips.\\n#### 72")
+        '72'
+        >>> extract_number("The total is $1,250.50."), extract_number("x = -3")
+        ('1250.5', '-3')
+        >>> extract_number("seventy-two") is None
+        True
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    check_bool("strict", strict)
+    marker = text.rfind("####")
+    if marker >= 0:
+        found = _NUMBER.search(text, marker + 4)
+        if found:
+            return _canonical(*found.groups())
+    if strict:
+        return None
+    found = list(_NUMBER.finditer(text))
+    return _canonical(*found[-1].groups()) if found else None
+
+# %% ../nbs/21_evals.ipynb #17d217bb
+_LETTER = (
+    r"(?:\(([A-Za-z])\)|\[([A-Za-z])\]|([A-Z])(?!\w))"  # (b), [b] or a bare capital
+)
+_STATED = re.compile(
+    r"(?i:answer)(?:\s+(?i:is))?\s*:?\s*(?:(?i:option|choice)\s*)?" + _LETTER
+)
+_LEADING = re.compile(
+    r"\s*(?:\(([A-Za-z])\)|\[([A-Za-z])\]|([A-Z])(?=[.):\]]|[ \t]*(?:\n|$)))"
+)
+
+
+def extract_choice(text, n_choices=4):
+    """The letter of a multiple-choice answer in a generated `text` (MMLU style), or None.
+
+    Three rules, in order: the last letter stated as the answer (``"The answer is (B)"``,
+    ``"Answer: C"``, ``"the correct answer is B."``); a letter that opens the text
+    (``"B."``, ``"(b) Paris"``, ``"D"`` alone); the only letter in parentheses anywhere
+    (``"I think (C) is right"``). A bare letter must be a capital followed by no letter or
+    digit, so the article in ``"A dog"`` and the number in ``"the answer is 10000"`` are not
+    answers; a letter in brackets may be lower case. A letter past the last choice does not
+    count.
+
+    Args:
+        text: the model's output.
+        n_choices: the number of choices, 2 to 26 (letters ``A`` onwards).
+
+    Returns:
+        An upper-case letter (``"ABCD"[answer]`` for the usual four choices), or None.
+
+    Example:
+        >>> extract_choice("The correct answer is B. It is the only one.")
+        'B'
+        >>> extract_choice("(c) because..."), extract_choice("A dog barked.")
+        ('C', None)
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be a str, got {type(text).__name__}")
+    n_choices = check_int("n_choices", n_choices, min=2, max=26)
+    valid = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n_choices]
+
+    def letter(match):
+        found = next(g for g in match.groups() if g).upper()
+        return found if found in valid else None
+
+    stated = [letter(m) for m in _STATED.finditer(text)]
+    if stated:
+        return stated[-1]
+    leading = _LEADING.match(text)
+    if leading:
+        return letter(leading)
+    bracketed = {letter(m) for m in re.finditer(r"\(([A-Za-z])\)", text)}
+    return bracketed.pop() if len(bracketed) == 1 else None
+
 # %% ../nbs/21_evals.ipynb #6c4d8142
-def exact_match(generate_fn, items):
+def exact_match(generate_fn, items, *, extract=None):
     """Exact-match accuracy of a generator on `items` ``{"prompt": str, "answer": str}``.
 
     Args:
-        generate_fn: a function ``prompt -> generated text`` (e.g. `greedy_generator`).
+        generate_fn: a function ``prompt -> generated text`` (e.g. `greedy_generator`); if it
+            has an attribute ``batched = True`` it is called once with the list of all
+            prompts and returns the list of texts.
         items: list of dicts with a str ``prompt`` and a str ``answer``.
+        extract: the function ``text -> str or None`` that both the generated text and the
+            reference answer go through before they are compared (default
+            `normalize_answer`; `extract_number` for GSM8K-style sums). A generation it
+            returns None for is wrong.
 
     Returns:
-        dict with ``accuracy``, ``predictions`` (normalised by `normalize_answer`) and
-        ``correct`` (0/1 per item).
+        dict with ``accuracy``, ``predictions`` (the extracted answers) and ``correct``
+        (0/1 per item).
 
     Example:
         >>> items = [{"prompt": "2 plus 2 is", "answer": "4"}]
         >>> exact_match(lambda p: " 4.\\n", items)["accuracy"]
         1.0
+        >>> exact_match(lambda p: "2 + 2 = 4\\n#### 4", items, extract=extract_number)
+        {'accuracy': 1.0, 'predictions': ['4'], 'correct': [1]}
     """
     if not callable(generate_fn):
         raise TypeError(
             f"`generate_fn` must be a function prompt -> text, got "
             f"{type(generate_fn).__name__}"
         )
+    extract = normalize_answer if extract is None else extract
+    if not callable(extract):
+        raise TypeError(
+            f"`extract` must be a function text -> str or None, got "
+            f"{type(extract).__name__}"
+        )
     _check_items(items, "exact")
-    preds = [normalize_answer(generate_fn(item["prompt"])) for item in items]
-    correct = [int(p == normalize_answer(it["answer"])) for p, it in zip(preds, items)]
+    prompts = [item["prompt"] for item in items]
+    if getattr(generate_fn, "batched", False):
+        texts = generate_fn(prompts)
+    else:
+        texts = [generate_fn(p) for p in prompts]
+    if not isinstance(texts, list) or len(texts) != len(items):
+        raise TypeError("`generate_fn` must return one text per prompt")
+    references = []
+    for k, (text, item) in enumerate(zip(texts, items)):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"`generate_fn` must return a str, got {type(text).__name__} for "
+                f"items[{k}]"
+            )
+        references.append(extract(item["answer"]))
+        if references[-1] is None:
+            raise ValueError(
+                f"`extract` finds no answer in items[{k}]['answer'] = "
+                f"{item['answer']!r:.60}: use an extract function that fits the task"
+            )
+    preds = [extract(t) for t in texts]
+    correct = [int(p is not None and p == r) for p, r in zip(preds, references)]
     return {
         "accuracy": sum(correct) / len(items),
         "predictions": preds,
@@ -308,28 +609,45 @@ def greedy_generator(model, tokenizer, max_new_tokens=8):
     """A ``prompt -> text`` function: greedy decoding (`course_llm.generate.generate`), the new
     tokens decoded, stopping at the tokenizer's ``eos_id`` if it has one.
 
+    The function also takes a list of prompts and returns the list of texts: prompts of the
+    same length in tokens are decoded together, up to 64 at a time (`exact_match` uses this;
+    its ``batched`` attribute says so).
+
     Example:
         >>> from course_llm.zoo import load
         >>> model, tok = load("gpt-shakespeare-char")
-        >>> len(greedy_generator(model, tok, 5)("ROMEO:"))
-        5
+        >>> fn = greedy_generator(model, tok, 5)
+        >>> len(fn("ROMEO:")), fn(["ROMEO:", "JULIET:"])[0] == fn("ROMEO:")
+        (5, True)
     """
     _check_tokenizer(tokenizer, need_decode=True)
     check_positive_int("max_new_tokens", max_new_tokens)
     device = next(model.parameters()).device
     eos_id = getattr(tokenizer, "eos_id", None)
 
-    def fn(prompt):
-        ids = _encode(tokenizer, prompt, "the prompt")
-        out = generate(
-            model,
-            torch.tensor([ids], device=device),
-            max_new_tokens,
-            temperature=0,
-            eos_id=eos_id,
-        )[0, len(ids) :].tolist()
-        return tokenizer.decode([t for t in out if t != eos_id])
+    def fn(prompts):
+        single = isinstance(prompts, str)
+        prompts = [prompts] if single else prompts
+        if not isinstance(prompts, (list, tuple)) or not all(
+            isinstance(p, str) for p in prompts
+        ):
+            raise TypeError("pass a prompt (str) or a list of prompts")
+        ids = [_encode(tokenizer, p, "the prompt") for p in prompts]
+        if not all(ids):
+            raise ValueError("every prompt must encode to at least one token")
+        texts, groups = [None] * len(ids), {}
+        for k, row in enumerate(ids):
+            groups.setdefault(len(row), []).append(k)
+        for n, members in groups.items():
+            for i in range(0, len(members), 64):
+                chunk = members[i : i + 64]
+                x = torch.tensor([ids[k] for k in chunk], device=device)  # (B, n)
+                out = generate(model, x, max_new_tokens, temperature=0, eos_id=eos_id)
+                for k, new in zip(chunk, out[:, n:].tolist()):
+                    texts[k] = tokenizer.decode([t for t in new if t != eos_id])
+        return texts[0] if single else texts
 
+    fn.batched = True
     return fn
 
 # %% ../nbs/21_evals.ipynb #4ad6f07b

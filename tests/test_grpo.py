@@ -5,9 +5,12 @@ import math
 import pytest
 import torch
 
-from course_llm.gpt import GPT, GPTConfig
-from course_llm.grpo import GRPOConfig, GRPOTrainer, group_advantages, grpo_loss, response_mask
-from course_llm.ppo import token_logprobs
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
+from course_llm.grpo import (GRPOConfig, GRPOTrainer, group_advantages, grpo_loss,
+                             naive_policy_gradient_loss, response_mask)
+from course_llm.logprobs import masked_mean, token_logprobs
+from course_llm.logprobs import token_logprobs
 
 
 # ---- group_advantages ---------------------------------------------------------------------
@@ -80,6 +83,8 @@ def _loop_loss(lp, old, ref, adv, mask, eps, beta, aggregate):
         all_terms += terms
     if aggregate == "sequence":
         return sum(seq_terms) / len(seq_terms)
+    if aggregate == "constant":                                  # sum / T per sequence, mean
+        return sum(s * n / len(mask[0]) for s, n in zip(seq_terms, map(sum, mask))) / len(mask)
     return sum(all_terms) / len(all_terms)
 
 
@@ -93,7 +98,7 @@ def _random_case(seed, B=5, T=7):
     return lp, old, ref, adv, mask
 
 
-@pytest.mark.parametrize("aggregate", ["sequence", "token"])
+@pytest.mark.parametrize("aggregate", ["sequence", "token", "constant"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_loss_matches_loop(aggregate, seed):
     lp, old, ref, adv, mask = _random_case(seed)
@@ -265,7 +270,8 @@ def test_trainer_learns_to_emit_a_token():
     with torch.no_grad():
         p_after = policy(prompts)[0][:, -1].softmax(-1)[:, 2].mean()
     assert p_after > p_before + 0.2
-    assert set(stats[0]) == {"reward", "length", "loss", "kl", "clip_frac", "ratio"}
+    assert set(stats[0]) == {"reward", "length", "loss", "kl", "clip_frac", "ratio", "entropy"}
+    assert all(0 <= s["entropy"] <= math.log(6) + 1e-6 for s in stats)    # 6 tokens: <= log 6
     assert all(s["kl"] >= 0 for s in stats)
     assert not any(p.grad is not None and p.grad.abs().sum() > 0 for p in ref.parameters())
 
@@ -313,3 +319,65 @@ def test_trainer_bad_input():
 def test_config_bad_values(change):
     with pytest.raises((ValueError, TypeError)):
         GRPOConfig(**change)
+
+
+# ---- naive_policy_gradient_loss (REINFORCE) -----------------------------------------------
+
+def test_naive_pg_matches_loop():
+    g = torch.Generator().manual_seed(0)
+    lp = -torch.rand(4, 5, generator=g, dtype=torch.float64) * 3
+    r = torch.rand(4, generator=g, dtype=torch.float64)
+    b = torch.rand(4, generator=g, dtype=torch.float64)
+    for baseline, bs in ((None, [0.0] * 4), (0.3, [0.3] * 4), (b, b.tolist()), (b[:, None], b.tolist())):
+        got = naive_policy_gradient_loss(lp, r, baseline=baseline)
+        want = [[-(r[i].item() - bs[i]) * lp[i, t].item() for t in range(5)] for i in range(4)]
+        assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12)
+    assert torch.equal(naive_policy_gradient_loss(lp, r[:, None]), naive_policy_gradient_loss(lp, r))
+
+
+def test_naive_pg_expected_gradient_is_the_exact_policy_gradient():
+    # enumerate every answer a of a softmax policy: E_a[(r_a - b) grad log pi_a] = grad E[r]
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(7, generator=g, dtype=torch.float64).requires_grad_()
+    r = torch.rand(7, generator=g, dtype=torch.float64) + 5
+    exact = torch.autograd.grad((z.softmax(0) * r).sum(), z)[0]     # autograd of E[r]
+    for baseline in (None, 4.0, float(r.mean())):
+        logp = z.log_softmax(0)[:, None]                              # (7 answers, 1 token)
+        per_answer = naive_policy_gradient_loss(logp, r, baseline=baseline)[:, 0]
+        expected = (z.softmax(0).detach() * per_answer).sum()         # weights pi_a, constants
+        assert torch.allclose(-torch.autograd.grad(expected, z)[0], exact, atol=1e-12)
+
+
+def test_naive_pg_gradient_closed_form_and_constants():
+    lp = torch.tensor([[-1.0, -2.0], [-0.5, -3.0]], requires_grad=True)
+    r = torch.tensor([2.0, -1.0], requires_grad=True)
+    naive_policy_gradient_loss(lp, r, baseline=0.5).sum().backward()
+    assert torch.equal(lp.grad, torch.tensor([[-1.5, -1.5], [1.5, 1.5]]))    # -(r - b)
+    assert r.grad is None                                                    # rewards detached
+
+
+def test_grpo_gradient_is_reinforce_with_the_advantages():
+    lp, _, _, adv, mask = _random_case(5)
+    lp.requires_grad_()
+    g1 = torch.autograd.grad(grpo_loss(lp, lp.detach(), lp.detach(), adv, mask, beta=0.0), lp)[0]
+    pg = masked_mean(naive_policy_gradient_loss(lp, adv), mask, dim=1).mean()
+    g2 = torch.autograd.grad(pg, lp)[0]
+    assert torch.allclose(g1, g2, atol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(logprobs=torch.zeros(3)), ValueError, "logprobs"),                       # 1-D
+    (dict(logprobs=torch.zeros(2, 3, dtype=torch.long)), TypeError, "logprobs"),
+    (dict(logprobs=torch.full((2, 3), float("nan"))), ValueError, "logprobs"),
+    (dict(rewards=torch.zeros(3)), ValueError, "rewards"),                          # wrong B
+    (dict(rewards=torch.zeros(2, 3)), ValueError, "rewards"),                       # per token
+    (dict(rewards=torch.zeros(2, dtype=torch.long)), TypeError, "rewards"),
+    (dict(rewards=[1.0, 0.0]), TypeError, "rewards"),
+    (dict(baseline=torch.zeros(3)), ValueError, "baseline"),
+    (dict(baseline="mean"), TypeError, "baseline"),
+    (dict(baseline=float("inf")), ValueError, "baseline"),
+])
+def test_naive_pg_bad_input(kwargs, err, match):
+    args = dict(logprobs=torch.zeros(2, 3), rewards=torch.zeros(2), baseline=None) | kwargs
+    with pytest.raises(err, match=match):
+        naive_policy_gradient_loss(args["logprobs"], args["rewards"], baseline=args["baseline"])

@@ -6,7 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_llm.gpt import GPT, GPTConfig
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
 from course_llm.lora import LoRALinear, add_lora, lora_parameters, merge_lora
 from course_llm.quantize import QuantLinear, dequantize, quantize_model
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from course_llm.data import MissingDataError, load_corpus, load_sentiment
-from course_llm.pretrained import (byte_to_unicode, config_from_gguf, load_gguf, read_gguf,
-                                   read_gguf_header, smollm2_path, unpermute_qk)
+from course_llm.core import MissingDataError
+from course_llm.data import load_corpus, load_sentiment
+from course_llm.pretrained import byte_to_unicode, load_gguf, smollm2_path
+from course_llm.gguf import config_from_gguf, read_gguf, read_gguf_header, unpermute_qk
 
 
 @pytest.fixture(scope="module")

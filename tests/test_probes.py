@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-import course_llm.ssl as ssl
 from course_llm.probes import layer_embeddings, nearest_centroid_accuracy, silhouette
 
 
@@ -46,17 +45,12 @@ def test_nearest_centroid_matches_brute_force():
     assert nearest_centroid_accuracy(x[:30], y[:30], x[30:], y[30:]) == pytest.approx(want)
 
 
-def test_ssl_re_exports_the_probes():
-    for name in ("layer_embeddings", "silhouette", "nearest_centroid_accuracy"):
-        assert getattr(ssl, name) is globals()[name] and name in ssl.__all__
-
-
-
 def test_layer_embeddings_match_an_explicit_forward():
     # oracle: the blocks run one by one by hand (BERT itself is checked against transformers
     # in tests/test_bert.py), padding left out of each mean by explicit slicing
-    from course_llm.attention import padding_mask
-    from course_llm.bert import BERT, BERTConfig
+    from course_llm.masks import padding_mask
+    from course_llm.bert import BERT
+    from course_llm.bert_config import BERTConfig
 
     torch.manual_seed(0)
     m = BERT(BERTConfig(vocab_size=100, d_model=32, n_layer=3, n_head=4, d_ff=64, max_len=16)).eval()
@@ -106,7 +100,8 @@ def test_nearest_centroid_matches_sklearn():
 
 
 def test_analysis_rejects_bad_inputs():
-    from course_llm.bert import BERT, BERTConfig
+    from course_llm.bert import BERT
+    from course_llm.bert_config import BERTConfig
 
     m = BERT(BERTConfig(vocab_size=20, d_model=8, n_layer=1, n_head=2, d_ff=16, max_len=8))
     ids, mask = torch.tensor([[1, 2, 3]]), torch.tensor([[1, 1, 0]])

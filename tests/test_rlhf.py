@@ -10,11 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_llm.gpt import GPT, GPTConfig
-from course_llm.ppo import check_rl_models
-from course_llm.rlhf import (PPOConfig, PPOTrainer, RewardModel, bradley_terry_loss, dpo_loss, gae,
-                             kl_penalty_rewards, ppo_clip_loss, preference_pairs, ranked_to_pairs,
-                             sequence_logprobs, token_logprobs)
+from course_llm.gpt import GPT
+from course_llm.gpt_config import GPTConfig
+from course_llm.logprobs import check_rl_models
+from course_llm.ppo import PPOConfig, PPOTrainer, gae, kl_penalty_rewards, ppo_clip_loss
+from course_llm.rlhf import RewardModel, bradley_terry_loss, dpo_loss, preference_pairs, ranked_to_pairs
+from course_llm.logprobs import sequence_logprobs, token_logprobs
 
 
 def test_bradley_terry_closed_form_and_bce():
@@ -103,6 +104,19 @@ def test_ppo_clip_loss_matches_elementwise_formula():
     assert ppo_clip_loss(new, old, A, eps).item() == pytest.approx(-sum(terms) / len(terms), rel=1e-12)
 
 
+def test_ppo_clip_loss_with_padding_averages_over_real_tokens_only():
+    g = torch.Generator().manual_seed(3)
+    new, old, A = (torch.randn(3, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
+    terms = []
+    for i, j in mask.nonzero().tolist():   # the elementwise formula on real tokens only
+        rho = math.exp(new[i, j].item() - old[i, j].item())
+        clipped = min(max(rho, 0.8), 1.2)
+        terms.append(min(rho * A[i, j].item(), clipped * A[i, j].item()))
+    got = ppo_clip_loss(new, old, A, 0.2, mask=mask).item()
+    assert got == pytest.approx(-sum(terms) / len(terms), rel=1e-12)
+
+
 def test_ppo_clip_loss_gradient_vanishes_outside_the_trust_region():
     new = torch.log(torch.tensor([1.5, 0.5, 1.5, 0.5])).requires_grad_()
     A = torch.tensor([1.0, -1.0, -1.0, 1.0])
@@ -168,7 +182,7 @@ def test_dpo_loss_matches_trl():
 
 def _tiny_gpt(seed=0, vocab=12):
     torch.manual_seed(seed)
-    return GPT(GPTConfig.gpt2_style(vocab_size=vocab, block_size=10, n_layer=1, d_model=16, n_head=2)).eval()
+    return GPT(GPTConfig.gpt2_style(vocab_size=vocab, max_len=10, n_layer=1, d_model=16, n_head=2)).eval()
 
 
 def test_sequence_logprobs_equals_softmax_by_hand():
@@ -212,7 +226,7 @@ def test_ppo_trainer_raises_a_rewarded_token():
 
 def _gpt6(vocab=6):
     torch.manual_seed(0)
-    return GPT(GPTConfig.gpt2_style(vocab_size=vocab, block_size=8, n_layer=1, d_model=16)).eval()
+    return GPT(GPTConfig.gpt2_style(vocab_size=vocab, max_len=8, n_layer=1, d_model=16)).eval()
 
 
 Z2 = torch.zeros(2, 3)
@@ -274,13 +288,6 @@ Z2 = torch.zeros(2, 3)
 def test_bad_inputs(call, err, match):
     with pytest.raises(err, match=match):
         call()
-
-
-def test_rlhf_reexports_the_ppo_module():
-    import course_llm.ppo as ppo
-    import course_llm.rlhf as rlhf
-    for name in ppo.__all__:
-        assert getattr(rlhf, name) is getattr(ppo, name) and name in rlhf.__all__
 
 
 def test_token_logprobs_accepts_masked_logits():

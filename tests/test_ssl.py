@@ -142,3 +142,10 @@ def test_bad_inputs(call, err, match):
 def test_clip_loss_rejects_a_scale_that_is_not_a_number(scale):
     with pytest.raises(TypeError, match="logit_scale"):
         clip_loss(torch.eye(3), torch.eye(3), scale)
+
+
+def test_vicreg_collapse_is_free_without_the_variance_term():
+    # a constant batch: invariance and covariance are 0, the hinge alone costs 2 (gamma - sqrt(eps))
+    z = torch.ones(8, 4, dtype=torch.float64)
+    assert vicreg_loss(z, z, mu=0.0).item() == 0.0
+    assert vicreg_loss(z, z).item() == pytest.approx(25 * 2 * (1 - math.sqrt(1e-4)), rel=1e-12)
