@@ -14,7 +14,8 @@ from pathlib import Path
 
 from course_llm.grading import exercises, get_exercise
 from course_llm.grading.core import run_checks
-from course_llm.grading.runner import WorkerBackend, exercise_for, read_submission
+from course_llm.grading.worker import WorkerBackend
+from course_llm.grading.runner import exercise_for, read_submission
 from course_llm.grading.inprocess import InProcessBackend
 
 ROOT = Path(__file__).resolve().parent.parent

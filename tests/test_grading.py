@@ -20,9 +20,11 @@ import pytest
 from course_llm.grading.cli import main, make_student, strip_solutions
 from course_llm.grading import GradingError, check, get_exercise
 from course_llm.grading.runner import grade_file, grade_path, read_submission
-from course_llm.grading.isolation import Limits, PidsCgroup, sandbox_mode, strip_definitions
+from course_llm.grading.isolation import Limits, sandbox_mode, strip_definitions
+from course_llm.grading.processes import PidsCgroup
 from course_llm.grading.formats import gradescope_results
-from course_llm.grading.sandbox import decode_result, dump_plain, printable
+from course_llm.grading.transport import decode_result, dump_plain
+from course_llm.grading.sandbox import printable
 
 from grading_support import EXERCISES, FAST, FIXTURES, NGRAM_MAX, ROOT, cli, submission
 
@@ -159,6 +161,7 @@ def _fill_exercise(mutates):
     from course_llm.grading import Exercise, expect
 
     ex = Exercise("00_fill", ["fill"], mutates=mutates)
+    key = "buf"  # the state comes back under the parameter's name
 
     @ex.check()
     def returns(student, rng):
@@ -168,22 +171,27 @@ def _fill_exercise(mutates):
     def buffer_written(student, rng):
         buf = torch.zeros(4)
         student.fill(buf, 3, [])
-        expect(buf.tolist() == [7.0, 7.0, 7.0, 0.0], f"buf is {buf.tolist()}")
+        got = student.written.get(key)
+        expect(got is not None and got.tolist() == [7.0, 7.0, 7.0, 0.0], f"buf is {got}")
+        # the state comes back as a value: the check's own tensor is never written
+        expect(buf.tolist() == [0.0] * 4, "the grader wrote into the check's own tensor")
 
     @ex.check()
     def keyword_written(student, rng):
         buf = torch.zeros(4)
         student.fill(n=1, buf=buf, extra=[])
-        expect(buf.tolist() == [7.0, 0.0, 0.0, 0.0], f"buf is {buf.tolist()}")
+        got = student.written.get(key)
+        expect(got is not None and got.tolist() == [7.0, 0.0, 0.0, 0.0], f"buf is {got}")
+        expect(buf.tolist() == [0.0] * 4, "the grader wrote into the check's own tensor")
 
     return ex
 
 
 @pytest.mark.parametrize("backend", ["local", "worker"])
 @pytest.mark.parametrize("mutates", [("buf",), (0,)], ids=["by_name", "by_position"])
-def test_mutates_declared_arguments_are_sent_back(backend, mutates):
+def test_mutates_declared_arguments_come_back_as_values(backend, mutates):
     from course_llm.grading.core import LocalBackend, run_checks
-    from course_llm.grading.runner import WorkerBackend
+    from course_llm.grading.worker import WorkerBackend
 
     ex = _fill_exercise(mutates)
     failed = {}
@@ -218,14 +226,17 @@ def test_without_mutates_any_write_fails():
 # ---------------------------------------------------------------------------------------------
 # New guarantees: bounded decoding, stripping, limits, formats, hidden checks, the autograder.
 
-def test_decode_refuses_shared_references_depth_and_junk():
+def test_decode_refuses_pickles_depth_and_junk():
+    from course_llm.grading.transport import MAGIC, ReplyRefused
+
     bomb = {}
     for _ in range(60):
         bomb = {"a": bomb, "b": bomb}
     import pickle
     start = time.monotonic()
-    for forged in (pickle.dumps(bomb), b"\x80\x04" + b"]" * 5000 + b"a" * 4999 + b".", b"junk", 5):
-        with pytest.raises(pickle.UnpicklingError):
+    deep = MAGIC + (10000).to_bytes(8, "big") + b"[" * 5000 + b"]" * 5000
+    for forged in (pickle.dumps(bomb), deep, b"junk", 5):
+        with pytest.raises(ReplyRefused):
             decode_result(forged)
     assert time.monotonic() - start < 2
     assert decode_result(dump_plain(["x", "x", {"k": ("x", "x")}])) == ["x", "x", {"k": ("x", "x")}]

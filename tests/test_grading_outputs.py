@@ -24,7 +24,7 @@ import pytest
 from grading_support import NGRAM_MAX, REFERENCE, ROOT
 
 from course_llm.grading.cli import main
-from course_llm.grading.core import CheckResult, Report
+from course_llm.grading.report import CheckResult, Report
 from course_llm.grading.formats import gradebook_csv, gradescope_results, summary_table
 
 SOLUTION = ROOT / "exercises" / "solutions" / "01_ngram_counts.ipynb"

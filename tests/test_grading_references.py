@@ -41,7 +41,10 @@ def assert_reference_full_and_stub_zero(references: list, stubs: list) -> None:
         assert report.score == report.max_score > 0, report.table()
     for report in stubs:
         assert report.score == 0, report.table()
-        assert all("NotImplementedError" in r.message for r in report.results), report.table()
+        # the first check fails on the stub; a check depending on a failed one is skipped
+        assert "NotImplementedError" in report.results[0].message, report.table()
+        assert all("NotImplementedError" in r.message or r.message.startswith("skipped: fix ")
+                   for r in report.results), report.table()
 
 
 @pytest.fixture(scope="module")

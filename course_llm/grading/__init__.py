@@ -4,23 +4,24 @@
 __all__ = []
 
 # %% ../../nbs/grading/index.ipynb #c6563259
-from course_llm.grading.core import (
+from course_llm.grading.registry import (
     Check,
-    CheckFailed,
     Exercise,
     GradingError,
-    Report,
     StudentError,
-    check,
     exercises,
+    get_exercise,
+    register,
+)
+from course_llm.grading.assertions import (
+    CheckFailed,
     expect,
     expect_close,
     expect_tensor_close,
-    get_exercise,
-    register,
-    run_checks,
     torch_generator,
 )
+from .report import Report
+from .core import check, run_checks
 
 __all__ = [
     "Check",

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import course_llm
-from .core import get_exercise
+from .registry import get_exercise
 
 # %% auto #0
 __all__ = ['SETUP_SH', 'RUN_AUTOGRADER', 'build_wheel', 'build_autograder']

@@ -14,13 +14,8 @@ import sys
 from pathlib import Path
 
 from ..core import write_atomic
-from course_llm.grading.core import (
-    CheckResult,
-    GradingError,
-    Report,
-    exercises,
-    get_exercise,
-)
+from .report import CheckResult, Report
+from .registry import GradingError, exercises, get_exercise
 from course_llm.grading.formats import (
     gradebook_csv,
     gradescope_results,
@@ -182,7 +177,9 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds per submission, loading included (default 60)",
     )
     g.add_argument(
-        "--seed", type=int, help="seed of the random inputs (default: fresh)"
+        "--seed",
+        type=int,
+        help="seed of the random inputs (default: the fixed one `check()` uses)",
     )
     g.add_argument(
         "--jobs", type=int, default=1, help="submissions graded at once (folder mode)"

@@ -13,7 +13,9 @@ import sys
 import time
 from typing import Any, Callable
 
-from .sandbox import decode_result, forbid, guarded_call, short
+from .transport import decode_result
+from .guards import forbid
+from .sandbox import guarded_call, short
 
 # the report types have their own page (08_report), the assertions of a check theirs
 # (10_assertions);
@@ -39,35 +41,22 @@ from course_llm.grading.registry import (
     register,
 )
 
-_all_ = [
-    "CheckResult",
-    "Report",
-    "CheckFailed",
-    "expect",
-    "expect_close",
-    "expect_tensor_close",
-    "torch_generator",
-    "VISIBILITIES",
-    "GradingError",
-    "StudentError",
-    "Check",
-    "Exercise",
-    "register",
-    "exercises",
-    "get_exercise",
-]
-
 # %% auto #0
-__all__ = ['MAX_NOTES', 'Student', 'run_checks', 'LocalBackend', 'write_back', 'check', 'CheckResult', 'Report', 'CheckFailed',
-           'expect', 'expect_close', 'expect_tensor_close', 'torch_generator', 'VISIBILITIES', 'GradingError',
-           'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise']
+__all__ = ['MAX_NOTES', 'DEFAULT_SEED', 'Student', 'run_checks', 'LocalBackend', 'check']
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
 class Student:
-    """The student's functions as a check sees them: ``student.count_ngrams(seqs, 2)``."""
+    """The student's functions as a check sees them: ``student.count_ngrams(seqs, 2)``.
 
-    def __init__(self, call: Callable, names: list[str]):
+    For an exercise that declares `mutates` (`Exercise`), each call's reply is
+    ``(result, {parameter name: its state after the call})``: the call returns the result,
+    and ``student.written`` holds the declared arguments, plain data for the check to compare
+    like any result. The check's own arguments are never changed.
+    """
+
+    def __init__(self, call: Callable, names: list[str], mutates: tuple = ()):
         self._call, self._names, self.calls = call, list(names), 0
+        self._mutates, self.written = tuple(mutates), {}
 
     def __getattr__(self, name: str) -> Callable:
         if name.startswith("_") or name not in self._names:
@@ -77,12 +66,25 @@ class Student:
 
         def call(*args, **kwargs):
             self.calls += 1
-            return self._call(name, args, kwargs)
+            self.written = {}
+            value = self._call(name, args, kwargs)
+            if not self._mutates:
+                return value
+            if not (
+                isinstance(value, tuple) and len(value) == 2 and type(value[1]) is dict
+            ):
+                raise StudentError(f"{name}: the worker's reply was not the grader's")
+            self.written = value[1]
+            return value[0]
 
         return call
 
 # %% ../../nbs/grading/00_core.ipynb #435c52be
 MAX_NOTES = 20  # notes kept per report; further ones are counted
+# the seed of every run that names none: a student's `check()` and the official grade draw
+# the same inputs (each check its own, from the exercise's and the check's names), so the
+# same code gets the same grade; `seed=N` (`--seed N`) moves every input at once
+DEFAULT_SEED = 0
 
 
 def run_checks(
@@ -99,13 +101,16 @@ def run_checks(
     Args:
         exercise: what to grade.
         backend: object with ``call(name, args, kwargs, timeout)`` returning the decoded result or
-            raising `StudentError`; optional attributes ``notes`` (list of str) and
-            ``load_seconds`` (time spent loading the submission, not charged to the checks).
+            raising `StudentError`; optional attributes ``notes`` (list of str),
+            ``load_seconds`` (time spent loading the submission, not charged to the check
+            but to the total) and ``deadline`` (set here: the `time.monotonic` by which a
+            restarted worker must have loaded, the end of `total_timeout`).
         submission: label for the report.
-        seed: seed of the random inputs; None draws a fresh one.
+        seed: seed of the random inputs; None means `DEFAULT_SEED`.
         timeout: seconds allowed per check.
         total_timeout: seconds allowed for the whole submission.
-        hidden: also run the checks whose visibility is not ``"visible"``.
+        hidden: also run the checks whose visibility is not ``"visible"`` (after every
+            visible check, so that nothing they leave behind reaches a visible message).
 
     Returns:
         The `Report` (without the hidden checks when `hidden` is False).
@@ -114,23 +119,39 @@ def run_checks(
         raise ValueError(
             "timeout and total_timeout must be positive numbers of seconds"
         )
-    seed = random.randrange(2**31) if seed is None else int(seed)
+    seed = DEFAULT_SEED if seed is None else int(seed)
     start = time.monotonic()
-    results = []
-    for chk in exercise.checks:
-        if not hidden and chk.visibility != "visible":
-            continue
+    end = start + total_timeout
+    # a worker restarted mid-way must load within `end` too
+    if hasattr(backend, "deadline"):
+        backend.deadline = end
+    # the visible checks first: whatever a hidden check's inputs leave in the student's
+    # process can then only reach the messages of other hidden checks
+    order = [c for c in exercise.checks if c.visibility == "visible"]
+    order += [c for c in exercise.checks if hidden and c.visibility != "visible"]
+    results = {}
+    for chk in order:
         now = time.monotonic()
-        left = start + total_timeout - now
+        left = end - now
         if left <= 0:
             why = (
                 getattr(backend, "load_error", None)
                 or f"not run: the submission used up its {total_timeout:g} s"
             )
-            results.append(
-                CheckResult(
-                    chk.name, 0, chk.points, False, why, chk.hint, chk.visibility
-                )
+            results[chk.name] = CheckResult(
+                chk.name, 0, chk.points, False, why, chk.hint, chk.visibility
+            )
+            continue
+        broken = [r for r in chk.requires if r in results and not results[r].passed]
+        if broken:  # one bug, one charge: the earlier check already named it
+            results[chk.name] = CheckResult(
+                chk.name,
+                0,
+                chk.points,
+                False,
+                f"skipped: fix {', '.join(broken)} first",
+                "",
+                chk.visibility,
             )
             continue
         limit = min(timeout, left)
@@ -143,10 +164,15 @@ def run_checks(
             loading = getattr(backend, "load_seconds", 0.0)
             try:
                 return backend.call(name, args, kwargs, remaining)
-            finally:  # time spent (re)loading the submission is not the check's
-                _clock["deadline"] += getattr(backend, "load_seconds", 0.0) - loading
+            finally:  # time spent (re)loading is not the check's, but counts in the total
+                _clock["deadline"] = min(
+                    end,
+                    _clock["deadline"]
+                    + getattr(backend, "load_seconds", 0.0)
+                    - loading,
+                )
 
-        student = Student(call, exercise.functions)
+        student = Student(call, exercise.functions, exercise.mutates)
         rng = random.Random(f"{seed}:{exercise.name}:{chk.name}")
         message = ""
         try:
@@ -160,23 +186,22 @@ def run_checks(
         except Exception as error:  # noqa: BLE001 - a result of the wrong shape or type
             message = f"your result could not be checked ({type(error).__name__}: {short(str(error), 200)})"
         passed = not message
-        results.append(
-            CheckResult(
-                chk.name,
-                chk.points if passed else 0,
-                chk.points,
-                passed,
-                message,
-                "" if passed else chk.hint,
-                chk.visibility,
-            )
+        results[chk.name] = CheckResult(
+            chk.name,
+            chk.points if passed else 0,
+            chk.points,
+            passed,
+            message,
+            "" if passed else chk.hint,
+            chk.visibility,
         )
     notes = list(getattr(backend, "notes", []))
     # each note is cut where it is shown (`printable`), and their number here
     if len(notes) > MAX_NOTES:
         notes[MAX_NOTES:] = [f"... and {len(notes) - MAX_NOTES} more notes"]
+    ordered = [results[c.name] for c in exercise.checks if c.name in results]
     return Report(
-        exercise.name, submission, results, seed, notes, time.monotonic() - start
+        exercise.name, submission, ordered, seed, notes, time.monotonic() - start
     )
 
 # %% ../../nbs/grading/00_core.ipynb #9c490ec4
@@ -205,51 +230,20 @@ class LocalBackend:
                 raise StudentError(
                     f"{name} is the package's own {dotted}; write your own"
                 )
-        originals = (args, kwargs)
-        args, kwargs = copy.deepcopy((args, kwargs))
-        mutates = getattr(self.exercise, "mutates", ())
+        args, kwargs = copy.deepcopy((args, kwargs))  # the check's own stay as they are
         with forbid(self.exercise.forbidden):
             outcome = guarded_call(
-                fn, args, kwargs, self.max_output, time_limit=timeout, mutates=mutates
+                fn,
+                args,
+                kwargs,
+                self.max_output,
+                time_limit=timeout,
+                mutates=self.exercise.mutates,
+                forbidden_ops=self.exercise.forbidden_ops,
             )
         if outcome.problem:
             raise StudentError(f"{name} {outcome.problem}")
-        if outcome.mutated is not None:
-            write_back(originals, decode_result(outcome.mutated))
         return decode_result(outcome.payload)
-
-# %% ../../nbs/grading/00_core.ipynb #dd9f473e
-def write_back(originals: tuple, mutated: dict) -> None:
-    """Copy the arguments a call wrote (``CallOutcome.mutated``, decoded) into the caller's objects.
-
-    Tensors and arrays are overwritten in place (same shape required), lists and dicts get the
-    new contents; other objects cannot be updated and are left as they were.
-
-    Example:
-        >>> xs = [1]
-        >>> write_back(([xs], {}), {"args": {0: [1, 2]}, "kwargs": {}})
-        >>> xs
-        [1, 2]
-    """
-    args, kwargs = originals
-    pairs = [(args[i], v) for i, v in mutated.get("args", {}).items()]
-    pairs += [(kwargs[k], v) for k, v in mutated.get("kwargs", {}).items()]
-    for old, new in pairs:
-        if hasattr(old, "copy_") and hasattr(old, "shape"):  # torch tensor
-            if tuple(old.shape) != tuple(new.shape):
-                raise StudentError(
-                    f"changed the shape of an argument from {tuple(old.shape)} to "
-                    f"{tuple(new.shape)}; write into it without resizing"
-                )
-            with __import__("torch").no_grad():
-                old.copy_(new)
-        elif hasattr(old, "shape") and hasattr(old, "dtype"):  # numpy array
-            old[...] = new
-        elif isinstance(old, list):
-            old[:] = new
-        elif isinstance(old, dict):
-            old.clear()
-            old.update(new)
 
 # %% ../../nbs/grading/00_core.ipynb #a5e80fe1
 def check(
@@ -264,7 +258,8 @@ def check(
     Args:
         name: the exercise (``"01_ngram_counts"``); ``course-llm list`` shows them all.
         namespace: where to find the functions; default: the caller's globals (your notebook).
-        seed: seed of the random inputs; default a fresh one.
+        seed: seed of the random inputs; default `DEFAULT_SEED`, the one the official
+            grade uses.
         timeout: seconds allowed per check.
         quiet: return the report without printing it.
 

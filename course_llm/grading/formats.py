@@ -10,7 +10,7 @@ import csv
 import io
 from pathlib import Path
 
-from .core import Report
+from .report import Report
 from .sandbox import printable
 
 # %% auto #0
@@ -90,7 +90,9 @@ def gradescope_results(reports: list[Report]) -> dict:
     """Gradescope's ``results.json`` for the submissions in `reports` (usually one student's).
 
     Gradescope adds up every test, so an exercise handed in twice counts once: its best
-    submission, with a note naming the others.
+    submission, with a note naming the others. Text a submission chose (a file name, an error
+    message) never starts a line: a message is one line (its newlines escaped), followed by
+    the grader's ``hint:`` line, and each note is one line starting ``note:``.
 
     Example:
         >>> from course_llm.grading.core import CheckResult
@@ -108,7 +110,9 @@ def gradescope_results(reports: list[Report]) -> dict:
                 else "\n".join(
                     x
                     for x in (
-                        printable(c.message, keep_newlines=True),
+                        # one line: a newline in text the submission chose (an error
+                        # message) cannot start a line that reads as the grader's own
+                        printable(c.message),
                         f"hint: {printable(c.hint)}" if c.hint else "",
                     )
                     if x
@@ -123,10 +127,7 @@ def gradescope_results(reports: list[Report]) -> dict:
                     "visibility": getattr(c, "visibility", "visible"),
                 }
             )
-        notes += [
-            f"{printable(r.submission)}: {printable(n, keep_newlines=True)}"
-            for n in r.notes
-        ]
+        notes += [f"note: {printable(r.submission)}: {printable(n)}" for n in r.notes]
     return {
         "score": sum(t["score"] for t in tests),
         "tests": tests,

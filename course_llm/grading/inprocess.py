@@ -10,9 +10,10 @@ import contextlib
 import os
 import pickle
 
-from .core import Exercise
-from .sandbox import forbid
-from .worker import WorkerBackend, load_submission, serve_call
+from .registry import Exercise
+from .guards import forbid
+from .worker import WorkerBackend
+from .worker_process import load_submission, serve_call
 
 # %% auto #0
 __all__ = ['InProcessBackend']

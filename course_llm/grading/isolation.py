@@ -25,7 +25,7 @@ from pathlib import Path
 # the functions below import it only when they run, in the grader.
 
 # what the worker must see of the interpreter has its own page (16_mounts)
-from .mounts import interpreter_binds
+from .mounts import interpreter_binds, system_binds
 
 # the worker's process cleanup (subreaper, pids cgroup) has its own page (14_processes);
 # re-exported here
@@ -38,18 +38,8 @@ from course_llm.grading.processes import (
     reap_orphans,
 )
 
-_all_ = [
-    "NOBODY",
-    "PR_SET_CHILD_SUBREAPER",
-    "MARKER",
-    "become_subreaper",
-    "reap_orphans",
-    "PidsCgroup",
-]
-
 # %% auto #0
-__all__ = ['Limits', 'limit_resources', 'strip_definitions', 'package_view', 'sandbox_mode', 'worker_command', 'NOBODY',
-           'PR_SET_CHILD_SUBREAPER', 'MARKER', 'become_subreaper', 'reap_orphans', 'PidsCgroup']
+__all__ = ['Limits', 'limit_resources', 'strip_definitions', 'package_view', 'sandbox_mode', 'worker_command']
 
 # %% ../../nbs/grading/04_isolation.ipynb #8ec7dc5a
 @dataclass(frozen=True)
@@ -165,9 +155,24 @@ def _package_dir() -> Path:
 
     return Path(course_llm.__file__).resolve().parent
 
+# %% ../../nbs/grading/04_isolation.ipynb #fffdae5d
+def _without_answers(package: Path):
+    """A `shutil.copytree` ignore function leaving out the grading checks (their oracles
+    are reference code) and bytecode caches."""
+
+    def ignore(folder: str, names: list) -> list:
+        skip = [n for n in names if n == "__pycache__"]
+        if Path(folder).resolve() == package / "grading" and "checks" in names:
+            skip.append("checks")
+        return skip
+
+    return ignore
+
 # %% ../../nbs/grading/04_isolation.ipynb #42a7679e
 def package_view(forbidden: tuple) -> Path:
-    """A folder holding a copy of ``course_llm`` whose `forbidden` definitions raise.
+    """A folder holding a copy of ``course_llm`` whose `forbidden` definitions raise, and
+    without the grading checks (``course_llm.grading.checks``, whose oracles are reference
+    code): a submission can import neither.
 
     Args:
         forbidden: dotted names (``"course_llm.ngram.count_ngrams"``), as in `Exercise.forbidden`.
@@ -185,15 +190,16 @@ def package_view(forbidden: tuple) -> Path:
         package = _package_dir()
         root = Path(tempfile.mkdtemp(prefix="course-llm-view-"))
         atexit.register(shutil.rmtree, root, True)
-        shutil.copytree(
-            package, root / "course_llm", ignore=shutil.ignore_patterns("__pycache__")
-        )
+        shutil.copytree(package, root / "course_llm", ignore=_without_answers(package))
         targets: dict = {}
         for dotted in key:
             module_name, _, attr = dotted.rpartition(".")
             if not module_name.startswith("course_llm"):
                 continue
-            obj = inspect.unwrap(getattr(importlib.import_module(module_name), attr))
+            found = getattr(importlib.import_module(module_name), attr, None)
+            if found is None:  # a re-export the package no longer has
+                continue
+            obj = inspect.unwrap(found)
             try:
                 path = Path(inspect.getsourcefile(obj)).resolve()
             except TypeError:
@@ -228,9 +234,6 @@ _PROBE: dict = {}  # {path of bwrap: whether it works}
 def _bwrap_base() -> list:
     return [
         "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
         "--dev",
         "/dev",
         "--proc",
@@ -266,7 +269,7 @@ def sandbox_mode(requested: str = "auto") -> str:
         'rlimits'
     """
     from course_llm.core import check_choice
-    from course_llm.grading.core import GradingError
+    from course_llm.grading.registry import GradingError
 
     check_choice("sandbox", requested, _MODES)
     if requested == "auto":
@@ -280,7 +283,7 @@ def sandbox_mode(requested: str = "auto") -> str:
         try:
             works = (
                 subprocess.run(
-                    _bwrap_base() + _user_args() + ["true"],
+                    _bwrap_base() + system_binds() + _user_args() + ["true"],
                     capture_output=True,
                     timeout=30,
                 ).returncode
@@ -299,17 +302,14 @@ def sandbox_mode(requested: str = "auto") -> str:
     return "rlimits"  # preflight says so, on every grading run
 
 # %% ../../nbs/grading/04_isolation.ipynb #5d325b0e
-def _repository_hideouts(package: Path) -> list:
-    """bwrap arguments hiding the course repository's solutions, notebooks and git
-    history."""
-    repo, args = package.parent, []
-    for rel in ("exercises/solutions", "nbs", ".git"):
-        target = repo / rel
-        if target.is_dir():
-            args += ["--tmpfs", str(target)]
-        elif target.is_file():
-            args += ["--ro-bind", "/dev/null", str(target)]
-    return args
+def _hidden_folders(package: Path) -> tuple:
+    """What no worker may see even when an interpreter path holds it: the course checkout
+    the package lives in (unless it is installed in site-packages), the grader's home and
+    its working folder (often the class folder)."""
+    folders = [str(Path.home()), os.getcwd()]
+    if package.parent.name not in ("site-packages", "dist-packages"):
+        folders.append(str(package.parent))
+    return tuple(folders)
 
 # %% ../../nbs/grading/04_isolation.ipynb #1b669076
 def worker_command(
@@ -324,9 +324,12 @@ def worker_command(
         view: the stripped package copy (`package_view`).
         python_code: what ``python -I -B -c`` runs after putting the package first on `sys.path`.
 
-    With bubblewrap, the interpreter, its venv and its import path are bound read-only at their
-    real paths after the fresh ``/tmp``, ``/dev`` and ``/proc`` (`interpreter_binds`), then the
-    package copy over the package, then the repository's hidden folders.
+    With bubblewrap, the sandbox starts from an empty root: the system folders
+    (`system_binds`), the private folder as ``/tmp``, fresh ``/dev`` and ``/proc``, then the
+    interpreter, its venv and its import path read-only at their real paths
+    (`interpreter_binds`; never the course checkout, the home folder or the grader's working
+    folder), then the package copy at the package's path. Nothing else of the machine is
+    there: not the repository, not the class folder, not another submission.
     """
     package = _package_dir()
     if mode == "bwrap":
@@ -334,11 +337,11 @@ def worker_command(
         args = (
             _bwrap_base()
             + _user_args()
+            + system_binds()
             + ["--bind", str(workdir), "/tmp"]
             # after the fresh /tmp, /dev, /proc that would hide them; before the package copy
-            + interpreter_binds(sys.executable)
+            + interpreter_binds(sys.executable, hide=_hidden_folders(package))
             + ["--ro-bind", str(view / "course_llm"), str(package)]
-            + _repository_hideouts(package)
         )
         args += [
             "--chdir",

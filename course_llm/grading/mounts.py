@@ -13,7 +13,7 @@ import sys
 import threading
 
 # %% auto #0
-__all__ = ['REPLACED', 'worker_paths', 'interpreter_binds']
+__all__ = ['REPLACED', 'SYSTEM', 'worker_paths', 'interpreter_binds', 'system_binds']
 
 # %% ../../nbs/grading/16_mounts.ipynb #d03877f2
 REPLACED = ("/tmp", "/dev", "/proc")  # mounted afresh inside the sandbox
@@ -22,6 +22,7 @@ _QUERY = (
     "sys.base_prefix, sys.base_exec_prefix] + sys.path))"
 )
 _FOUND: dict = {}
+_REAL: dict = {}  # {executable: every real path it names}
 _LOCK = threading.Lock()
 
 
@@ -111,23 +112,67 @@ def worker_paths(executable: str | None = None) -> tuple[list, dict]:
             if any(_within(link, root) for root in REPLACED)
             and not any(_within(link, p) for p in paths)
         }
-        _FOUND[executable] = (paths, links)
+        _FOUND[executable], _REAL[executable] = (paths, links), sorted(real)
         return paths, links
 
 # %% ../../nbs/grading/16_mounts.ipynb #75181801
-def interpreter_binds(executable: str | None = None) -> list:
+def interpreter_binds(executable: str | None = None, hide: tuple = ()) -> list:
     """bwrap arguments that show the worker `worker_paths` (read-only binds, then symlinks);
     they go after the mounts that would hide them and before the package copy.
+
+    Args:
+        executable: the worker's interpreter (default `sys.executable`).
+        hide: folders the worker must not see (the course checkout, the home folder, the
+            grader's working folder): never bound themselves, and when a bound folder holds
+            one, an empty folder is mounted over it and only the interpreter's own paths
+            inside it are bound again.
 
     Example:
         >>> args = interpreter_binds()
         >>> args[0] in ("--ro-bind", "--symlink")
         True
     """
-    paths, links = worker_paths(executable)
+    executable = executable or sys.executable
+    _, links = worker_paths(executable)
+    hidden = {os.path.realpath(h) for h in hide} - {"/"}
+    # the interpreter itself and its prefixes are bound even if one of them is hidden
+    needed = (executable, sys.prefix, sys.exec_prefix, sys.base_prefix)
+    needed = {os.path.realpath(p) for p in needed + (sys.base_exec_prefix,)}
+    keep = [r for r in _REAL[executable] if r not in hidden or r in needed]
+    paths = [r for r in keep if not any(o != r and _within(r, o) for o in keep)]
     args = []
     for path in paths:
         args += ["--ro-bind", path, path]
+    shown = paths + [s for s in SYSTEM if os.path.isdir(s)]
+    for folder in sorted(hidden - needed):
+        if any(_within(s, folder) for s in SYSTEM):
+            continue  # never over the system itself
+        if any(_within(folder, p) and folder != p for p in shown):
+            args += ["--tmpfs", folder]
+            args += [x for r in keep if _within(r, folder) for x in ("--ro-bind", r, r)]
     for link, target in links.items():
         args += ["--symlink", target, link]
+    return args
+
+# %% ../../nbs/grading/16_mounts.ipynb #e18df091
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+
+
+def system_binds() -> list:
+    """bwrap arguments showing the system folders any interpreter needs (its shared
+    libraries, ``/etc``), read-only; a top-level symlink (``/bin -> usr/bin``) is made again.
+
+    Nothing else of the machine is shown: not the home folders, `/work`, `/srv`, `/mnt`, nor
+    any other folder a course checkout or a class's submissions may live in.
+
+    Example:
+        >>> "/usr" in system_binds()
+        True
+    """
+    args = []
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
     return args

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .core import GradingError
+from .registry import GradingError
 from .worker import worker_env
 from course_llm.grading.isolation import (
     Limits,

@@ -14,7 +14,8 @@ from typing import Callable
 from .assertions import expect  # noqa: F401
 
 # %% auto #0
-__all__ = ['VISIBILITIES', 'GradingError', 'StudentError', 'Check', 'Exercise', 'register', 'exercises', 'get_exercise']
+__all__ = ['VISIBILITIES', 'FORBIDDEN_OPS', 'GradingError', 'StudentError', 'Check', 'Exercise', 'register', 'exercises',
+           'get_exercise']
 
 # %% ../../nbs/grading/12_registry.ipynb #ad9d25a7
 class GradingError(Exception):
@@ -38,6 +39,9 @@ class Check:
         visibility: ``"visible"``; ``"hidden"`` or ``"after_due_date"`` for a check that
             ``course-llm grade`` runs but the student's in-notebook `check` does not (its inputs
             and messages stay unseen until the instructor publishes them).
+        requires: names of earlier checks this one depends on: when one of them failed,
+            this one is not run and says "skipped: fix NAME first" (one bug, one charge:
+            the first failure names the mistake, the later ones do not blame another part).
     """
 
     name: str
@@ -45,9 +49,32 @@ class Check:
     hint: str
     fn: Callable
     visibility: str = "visible"
+    requires: tuple = ()
 
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+# %% ../../nbs/grading/12_registry.ipynb #33dfea00
+_ATTENTION = ("scaled_dot_product_attention", "_scaled_dot_product_*")
+_MHA = ("multi_head_attention_forward", "_native_multi_head_attention")
+_LOSS = ("cross_entropy", "cross_entropy_loss", "nll_loss*")
+FORBIDDEN_OPS = {
+    # every alias of these ends in one of the ops (aten names; "x*" is a prefix)
+    "torch.nn.functional.scaled_dot_product_attention": _ATTENTION,
+    "torch.nn.functional.rms_norm": ("rms_norm", "_fused_rms_norm"),
+    "torch.nn.RMSNorm": ("rms_norm", "_fused_rms_norm"),
+    "torch.nn.functional.cross_entropy": _LOSS,
+    "torch.nn.CrossEntropyLoss": _LOSS,
+    "torch.nn.functional.nll_loss": ("nll_loss*",),
+    "torch.nn.NLLLoss": ("nll_loss*",),
+    "torch.nn.MultiheadAttention": _MHA,
+    "torch.nn.functional.multi_head_attention_forward": _MHA,
+    "torch.nn.TransformerEncoderLayer": _MHA + ("_transformer_encoder_layer_fwd",),
+    "torch.nn.TransformerDecoderLayer": _MHA,
+    "torch.nn.functional.unfold": ("im2col",),
+    "torch.nn.Unfold": ("im2col",),
+    "torch.nn.utils.clip_grad_norm_": ("_foreach_norm",),
+}
 
 # %% ../../nbs/grading/12_registry.ipynb #ddabd485
 class Exercise:
@@ -61,8 +88,12 @@ class Exercise:
             (the oracle the student is asked to write).
         mutates: names (or 0-based positions) of the arguments the student's functions are
             expected to write in place, e.g. a preallocated cache. Writing into any other
-            argument still fails the call; the declared ones are copied back into the check's
-            own objects after each call, so the check can inspect them.
+            argument still fails the call; the declared ones, as the call left them, come
+            back as plain data in ``student.written`` (`Student`). Nothing a worker replies is
+            ever written into the check's own objects.
+        forbidden_ops: torch op names (``"rms_norm"``, ``"nll_loss*"``) the student's code
+            must not reach under any alias (`watch_ops`); default: those of the torch names
+            in `forbidden` (`FORBIDDEN_OPS`).
 
     Example:
         >>> ex = Exercise("00_demo", ["double"], title="Double a number")
@@ -81,6 +112,7 @@ class Exercise:
         title: str = "",
         forbidden: tuple = (),
         mutates: tuple = (),
+        forbidden_ops: tuple | None = None,
     ):
         if not isinstance(name, str) or not name:
             raise ValueError(
@@ -93,6 +125,9 @@ class Exercise:
             )
         self.name, self.functions, self.title = name, list(functions), title
         self.forbidden = tuple(forbidden)
+        if forbidden_ops is None:
+            forbidden_ops = [op for f in forbidden for op in FORBIDDEN_OPS.get(f, ())]
+        self.forbidden_ops = tuple(dict.fromkeys(forbidden_ops))
         if isinstance(mutates, (str, int)):
             mutates = (mutates,)
         if any(isinstance(m, bool) or not isinstance(m, (str, int)) for m in mutates):
@@ -103,12 +138,17 @@ class Exercise:
         self.checks: list[Check] = []
 
     def check(
-        self, points: int = 1, hint: str = "", visibility: str = "visible"
+        self,
+        points: int = 1,
+        hint: str = "",
+        visibility: str = "visible",
+        requires: tuple = (),
     ) -> Callable:
         """Decorator adding a check; a check of the same name is replaced (re-run cells).
 
         `visibility` is ``"visible"``, or ``"hidden"`` / ``"after_due_date"`` /
-        ``"after_published"`` for a check only ``course-llm grade`` runs (see `Check`).
+        ``"after_published"`` for a check only ``course-llm grade`` runs (see `Check`);
+        `requires` names earlier checks of the same visibility it depends on.
         """
         if not isinstance(points, int) or isinstance(points, bool) or points < 1:
             raise ValueError(f"points must be a positive integer, got {points!r}")
@@ -120,7 +160,15 @@ class Exercise:
 
         def add(fn: Callable) -> Callable:
             self.checks = [c for c in self.checks if c.name != fn.__name__]
-            self.checks.append(Check(fn.__name__, points, hint, fn, visibility))
+            known = {c.name for c in self.checks}
+            if not set(requires) <= known:
+                raise ValueError(
+                    f"requires names checks defined before {fn.__name__}; unknown: "
+                    f"{sorted(set(requires) - known)}"
+                )
+            self.checks.append(
+                Check(fn.__name__, points, hint, fn, visibility, tuple(requires))
+            )
             return fn
 
         return add

@@ -13,26 +13,19 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from course_llm.grading.core import (
-    Exercise,
-    GradingError,
-    Report,
-    exercises,
-    get_exercise,
-    run_checks,
-)
+from .registry import Exercise, GradingError, exercises, get_exercise
+from .report import Report
+from .core import run_checks
 from .isolation import Limits
 from .preflight import preflight
 from .sandbox import printable
 
 # the worker protocol has its own page (09_worker); re-exported here
-from .worker import WorkerBackend, short_error, worker_main
-
-_all_ = ["worker_main", "WorkerBackend", "short_error"]
+from .worker import WorkerBackend, short_error
+from .worker_process import worker_main
 
 # %% auto #0
-__all__ = ['read_submission', 'skipped_cells', 'exercise_for', 'siblings', 'grade_file', 'find_submissions', 'grade_path',
-           'worker_main', 'WorkerBackend', 'short_error']
+__all__ = ['read_submission', 'skipped_cells', 'exercise_for', 'siblings', 'grade_file', 'find_submissions', 'grade_path']
 
 # %% ../../nbs/grading/02_runner.ipynb #2118bc25
 _MAGIC = re.compile(r"^(\s*)(?=[%!])")
@@ -215,7 +208,7 @@ def grade_file(
     Args:
         path: the submission.
         exercise: the exercise's name when the file does not say it.
-        seed: seed of the random inputs; None draws a fresh one.
+        seed: seed of the random inputs; None means `core.DEFAULT_SEED`.
         timeout: seconds per check.
         total_timeout: seconds for the whole submission, loading included.
         max_output: characters the code may print per call.

@@ -10,7 +10,6 @@ import contextlib
 import copy
 import inspect
 import math
-import pickle
 import re
 import signal
 import sys
@@ -19,25 +18,27 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-# the transport format has its own page (07_transport); re-exported here
-from .transport import decode_result, dump_plain, encode_result
+# the transport format has its own page (07_transport)
+from course_llm.grading.transport import (
+    ReplyRefused,
+    decode_result,
+    dump_plain,
+    encode_result,
+)
 
-_all_ = ["encode_result", "dump_plain", "decode_result"]
 
-# the guards around a call have their own page (15_guards); re-exported here
+# the guards around a call have their own page (15_guards)
 from course_llm.grading.guards import (
     BoundedOutput,
     OutputLimit,
     TimeLimit,
     forbid,
+    watch_ops,
     watch_seeding,
 )
 
-_all_ += ["BoundedOutput", "OutputLimit", "TimeLimit", "forbid", "watch_seeding"]
-
 # %% auto #0
-__all__ = ['MESSAGE_LIMIT', 'short', 'printable', 'same', 'CallOutcome', 'guarded_call', 'encode_result', 'dump_plain',
-           'decode_result', 'BoundedOutput', 'OutputLimit', 'TimeLimit', 'forbid', 'watch_seeding']
+__all__ = ['MESSAGE_LIMIT', 'short', 'printable', 'same', 'CallOutcome', 'guarded_call']
 
 # %% ../../nbs/grading/01_sandbox.ipynb #bdffda3f
 def short(obj: Any, limit: int = 160) -> str:
@@ -151,7 +152,9 @@ class CallOutcome:
     """What one call of the student's function produced.
 
     Attributes:
-        payload: ``dump_plain(encode_result(value))`` when the call returned, else None.
+        payload: ``dump_plain(encode_result(value))`` when the call returned, else None;
+            for a call with `mutates`, the value is ``(result, {declared: argument})``, the
+            declared arguments as the call left them, returned like any other value.
         problem: why the result cannot be used, or None.
         output: what the call printed (truncated).
     """
@@ -159,13 +162,6 @@ class CallOutcome:
     payload: bytes | None
     problem: str | None
     output: str
-    mutated: bytes | None = None
-
-    # mutated: for an exercise that declares ``mutates``,
-    # ``dump_plain(encode_result(...))``
-    # of ``{"args": {position: value}, "kwargs": {name: value}}``: the declared
-    # arguments as
-    # the call left them, so the grader can copy them back into the check's own objects.
 
 # %% ../../nbs/grading/01_sandbox.ipynb #f3586fc6
 def _student_traceback(error: BaseException) -> str:
@@ -184,11 +180,9 @@ def _student_traceback(error: BaseException) -> str:
             )
         )
     ]
-    head = (
-        "".join(traceback.format_exception_only(type(error), error))
-        .strip()
-        .splitlines()[-1]
-    )
+    # all of it (not its last line, which the student's message would then choose):
+    # the newlines are escaped wherever it is shown
+    head = "".join(traceback.format_exception_only(type(error), error)).strip()
     if isinstance(error, NotImplementedError):
         head += " (the function is still the stub: write your solution)"
     if not frames:
@@ -275,6 +269,18 @@ def _mutation(
             )
     return None
 
+# %% ../../nbs/grading/01_sandbox.ipynb #99319e4f
+def _written(fn: Callable, args: tuple, kwargs: dict, mutates: tuple) -> dict:
+    """``{parameter name (or position): argument}`` for the arguments of this call that
+    `mutates` declares (`_declared`), as the call left them."""
+    positions, keys = _declared(fn, args, kwargs, mutates)
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    written = {names[i] if i < len(names) else i: args[i] for i in positions}
+    return {**written, **{k: kwargs[k] for k in keys}}
+
 # %% ../../nbs/grading/01_sandbox.ipynb #c1eb5132
 def guarded_call(
     fn: Callable,
@@ -284,6 +290,7 @@ def guarded_call(
     time_limit: float | None = None,
     check_inputs: bool = True,
     mutates: tuple = (),
+    forbidden_ops: tuple = (),
 ) -> CallOutcome:
     """Call ``fn(*args, **kwargs)`` and report what went wrong, if anything.
 
@@ -296,8 +303,11 @@ def guarded_call(
             None when the caller enforces it from outside (the worker process).
         check_inputs: compare the arguments before and after the call.
         mutates: names or 0-based positions of the arguments `fn` is expected to write in
-            place: they are not compared, and their final state is returned in
-            ``CallOutcome.mutated``.
+            place: they are not compared, and the value returned is ``(result,
+            {parameter name: that argument after the call})``, plain data like any result
+            (nothing is ever written back into the caller's objects).
+        forbidden_ops: names of torch ops (``"rms_norm"``, ``"nll_loss*"``) that `fn` must
+            not reach, under whatever alias (`watch_ops`).
 
     Example:
         >>> def pad(xs):
@@ -310,6 +320,7 @@ def guarded_call(
     except Exception:  # noqa: BLE001 - arguments that cannot be copied are not compared
         before = None
     out, seeds, value, problem = BoundedOutput(max_output), [], None, None
+    ops: list = []
     use_alarm = (
         time_limit is not None
         and hasattr(signal, "setitimer")
@@ -327,6 +338,7 @@ def guarded_call(
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(out),
             watch_seeding(seeds),
+            watch_ops(tuple(forbidden_ops), ops),
         ):
             value = fn(*args, **kwargs)
     except OutputLimit:
@@ -352,27 +364,19 @@ def guarded_call(
             "that runs after it; take a torch.Generator argument instead of "
             "seeding globally"
         )
+    if ops and (problem is None or problem.startswith("raised")):
+        problem = (
+            f"called torch's {', '.join(ops)}, which computes what this exercise asks "
+            "you to write (under any name); write it with basic tensor operations"
+        )
     if problem is None and before is not None:
         problem = _mutation(fn, before, args, kwargs, mutates)
-    payload = mutated = None
+    payload = None
+    if problem is None and mutates:
+        value = (value, _written(fn, args, kwargs, mutates))
     if problem is None:
         try:
             payload = dump_plain(encode_result(value))
-        except (TypeError, pickle.PicklingError, RecursionError) as error:
+        except (TypeError, ValueError, RecursionError) as error:
             problem = f"returned {error}, which the grader cannot accept; return plain data or tensors"
-    if problem is None and mutates:
-        positions, keys = _declared(fn, args, kwargs, mutates)
-        try:
-            mutated = dump_plain(
-                encode_result(
-                    {
-                        "args": {i: args[i] for i in positions},
-                        "kwargs": {k: kwargs[k] for k in keys},
-                    }
-                )
-            )
-        except (TypeError, pickle.PicklingError, RecursionError) as error:
-            problem = (
-                f"left an argument holding {error}, which the grader cannot read back"
-            )
-    return CallOutcome(payload, problem, out.getvalue(), mutated)
+    return CallOutcome(payload, problem, out.getvalue())

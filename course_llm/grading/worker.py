@@ -19,15 +19,17 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .core import Exercise, StudentError, write_back
-from course_llm.grading.isolation import (
+from .registry import Exercise, StudentError
+from course_llm.grading.processes import (
     MARKER,
-    Limits,
     PidsCgroup,
     become_subreaper,
+    reap_orphans,
+)
+from course_llm.grading.isolation import (
+    Limits,
     limit_resources,
     package_view,
-    reap_orphans,
     sandbox_mode,
     worker_command,
 )
@@ -36,10 +38,8 @@ from .transport import decode_result
 # the worker's side of the protocol has its own page (13_worker_process); re-exported here
 from .worker_process import load_submission, serve_call, worker_main
 
-_all_ = ["load_submission", "serve_call", "worker_main"]
-
 # %% auto #0
-__all__ = ['worker_env', 'WorkerBackend', 'short_error', 'load_submission', 'serve_call', 'worker_main']
+__all__ = ['worker_env', 'WorkerBackend', 'short_error']
 
 # %% ../../nbs/grading/09_worker.ipynb #2972e59a
 _MAX_RESULT_BYTES = 64 * 2**20
@@ -107,7 +107,7 @@ class WorkerBackend:
             sandbox,
         )
         self.proc = self.conn_in = self.conn_out = self.group = self.workdir = None
-        self.sandbox_pid = None
+        self.sandbox_pid = self.deadline = None  # `run_checks` sets the deadline
         self.load_error, self.missing, self.notes, self.load_seconds = None, [], [], 0.0
 
     def _launch(self) -> None:
@@ -177,15 +177,30 @@ class WorkerBackend:
             "cells": self.cells,
             "functions": self.exercise.functions,
             "forbidden": self.exercise.forbidden,
-            "mutates": getattr(self.exercise, "mutates", ()),
+            "forbidden_ops": self.exercise.forbidden_ops,
+            "mutates": self.exercise.mutates,
             "max_output": self.max_output,
             "module_name": self.module_name,
         }
 
+    def _load_limit(self) -> float:
+        """Seconds the (re)loading may take: `load_timeout`, cut to what is left of the
+        submission's total time (`deadline`), so that restarts cannot exceed it."""
+        if self.deadline is None:
+            return self.load_timeout
+        return max(0.0, min(self.load_timeout, self.deadline - time.monotonic()))
+
     def _start(self) -> None:
+        limit = self._load_limit()
+        if limit <= 0:
+            raise StudentError(
+                "not run: the submission used up its time (restarting your code after a "
+                "call that did not return left none)"
+            )
+        self.load_limit = limit
         self._launch()
         self.conn_out.send_bytes(pickle.dumps(self._setup()))
-        self._first_reply(self._receive(self.load_timeout, "your code, while loading,"))
+        self._first_reply(self._receive(limit, "your code, while loading,"))
 
     def _first_reply(self, reply) -> None:
         """Read the worker's answer to the setup: load notes and missing names, or why
@@ -195,7 +210,7 @@ class WorkerBackend:
             if "did not return" in self.load_error:
                 self.load_error = (
                     "your code did not finish loading within "
-                    f"{self.load_timeout:g} s; is "
+                    f"{self.load_limit:.3g} s; is "
                     "there a long computation or an infinite loop outside the "
                     "functions?"
                 )
@@ -276,7 +291,7 @@ class WorkerBackend:
         if isinstance(reply, StudentError):
             raise reply
         try:
-            problem, payload, _output, mutated = _split_reply(reply)
+            problem, payload, _output = _split_reply(reply)
         except Exception as error:  # noqa: BLE001 - a forged reply
             self.close()
             raise StudentError(
@@ -284,15 +299,9 @@ class WorkerBackend:
             ) from None
         if problem:
             raise StudentError(f"{name} {problem}")
-        try:
-            if (
-                mutated is not None
-            ):  # the declared in-place writes, into the check's objects
-                write_back((args, kwargs), decode_result(mutated))
+        try:  # a value, nothing else: no reply can change the check's own objects
             return decode_result(payload)
-        except StudentError:
-            raise
-        # noqa: BLE001 - anything refused by the safe unpickler
+        # noqa: BLE001 - anything refused by the data-only reader
         except Exception as error:
             raise StudentError(
                 f"{name} returned something the grader does not accept ({error})"
@@ -349,13 +358,9 @@ def short_error(error: BaseException) -> str:
 
 # %% ../../nbs/grading/09_worker.ipynb #8047081a
 def _split_reply(reply: bytes) -> tuple:
-    """The worker's answer ``(problem, payload, output, mutated)``, read without
-    trusting its types."""
-    problem, payload, output, *rest = decode_result(reply)
-    mutated = rest[0] if rest and isinstance(rest[0], bytes) else None
-    return (
-        (str(problem) if problem is not None else None),
-        payload,
-        str(output),
-        mutated,
-    )
+    """The worker's answer ``(problem, payload, output)``, read without trusting its types
+    (anything else in a reply is refused)."""
+    problem, payload, output = decode_result(reply)
+    if not isinstance(payload, (bytes, type(None))):
+        raise TypeError(f"a payload of type {type(payload).__name__}")
+    return (str(problem) if problem is not None else None), payload, str(output)

@@ -12,7 +12,8 @@ import pickle
 import sys
 from multiprocessing.connection import Connection
 
-from .sandbox import forbid, guarded_call
+from .guards import forbid
+from .sandbox import guarded_call
 from .transport import dump_plain
 
 # %% auto #0
@@ -67,7 +68,7 @@ def load_submission(setup: dict) -> tuple[dict, bytes]:
 def serve_call(
     namespace: dict, setup: dict, request: tuple, time_limit: float | None = None
 ) -> bytes:
-    """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output, writes.
+    """The worker's reply to one ``(name, args, kwargs)`` request: problem, result, output.
 
     `time_limit` is None in the worker (the grader kills it from outside) and an alarm in-process.
     """
@@ -79,10 +80,9 @@ def serve_call(
         setup["max_output"],
         time_limit=time_limit,
         mutates=setup.get("mutates", ()),
+        forbidden_ops=setup.get("forbidden_ops", ()),
     )
-    return dump_plain(
-        (outcome.problem, outcome.payload, outcome.output, outcome.mutated)
-    )
+    return dump_plain((outcome.problem, outcome.payload, outcome.output))
 
 # %% ../../nbs/grading/13_worker_process.ipynb #e582ecc2
 def worker_main() -> None:

@@ -4,7 +4,7 @@
 # course-llm exercise: 02_bpe_encode
 # expect-fail: ignores_dict_order
 # expect-hint: its order is not the order of the merges
-from course_llm.tokenizers import merge
+from course_llm.bpe import merge
 
 
 def encode_with_merges(data, merges):

@@ -3,7 +3,7 @@
 # course-llm exercise: 02_bpe_encode
 # expect-fail: learned_merges priority_by_rank ignores_dict_order gpt2_merges
 # expect-hint: leftmost
-from course_llm.tokenizers import merge
+from course_llm.bpe import merge
 
 
 def encode_with_merges(data, merges):

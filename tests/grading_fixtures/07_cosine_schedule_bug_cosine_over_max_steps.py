@@ -1,14 +1,17 @@
-# Planted bug: the reference solution of 07_cosine_schedule with the cosine spread over max_steps steps instead of max_steps - warmup_steps.
+# Planted bug: the reference solution of 07_cosine_schedule with the cosine spread over max_steps steps instead of max_steps - warmup_steps - hold_steps.
 # course-llm exercise: 07_cosine_schedule
-# expect-fail: cosine_decay reaches_min_lr matches_torch_schedulers
+# expect-fail: cosine_decay reaches_min_lr no_warmup matches_torch_schedulers
 # expect-hint: you divided by max_steps
 import math
 
 
-def cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr):
+def cosine_schedule(step, max_steps, warmup_steps, hold_steps, max_lr, min_lr):
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
+    decay_start = warmup_steps + hold_steps
+    if step < decay_start:
+        return max_lr
     if step > max_steps:
         return min_lr
-    progress = (step - warmup_steps) / max_steps  # BUG: / (max_steps - warmup_steps)
+    progress = (step - decay_start) / max_steps  # BUG: / (max_steps - decay_start)
     return min_lr + (max_lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))

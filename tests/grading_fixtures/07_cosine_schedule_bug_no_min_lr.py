@@ -5,10 +5,13 @@
 import math
 
 
-def cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr):
+def cosine_schedule(step, max_steps, warmup_steps, hold_steps, max_lr, min_lr):
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
+    decay_start = warmup_steps + hold_steps
+    if step < decay_start:
+        return max_lr
     if step > max_steps:
         return min_lr
-    progress = (step - warmup_steps) / (max_steps - warmup_steps)
+    progress = (step - decay_start) / (max_steps - decay_start)
     return max_lr * 0.5 * (1.0 + math.cos(math.pi * progress))  # BUG: min_lr + (max_lr - min_lr) * ...

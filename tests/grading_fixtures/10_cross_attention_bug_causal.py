@@ -9,10 +9,10 @@ import torch
 def cross_attention(x, z, w_q, w_k, w_v, w_o, n_heads, z_mask=None):
     B, T, _ = x.shape
     S = z.shape[1]
-    d_kv = w_q.shape[0] // n_heads
+    d_head = w_q.shape[0] // n_heads
 
     def heads(t, n):
-        return t.view(B, n, n_heads, d_kv).transpose(1, 2)
+        return t.view(B, n, n_heads, d_head).transpose(1, 2)
 
     q, k, v = heads(x @ w_q.T, T), heads(z @ w_k.T, S), heads(z @ w_v.T, S)
     scores = q @ k.transpose(-2, -1)
@@ -20,4 +20,4 @@ def cross_attention(x, z, w_q, w_k, w_v, w_o, n_heads, z_mask=None):
     if z_mask is not None:
         scores = scores.masked_fill(~z_mask.bool()[:, None, None, :], float("-inf"))
     y = torch.softmax(scores, dim=-1) @ v
-    return y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ w_o.T
+    return y.transpose(1, 2).reshape(B, T, n_heads * d_head) @ w_o.T

@@ -7,12 +7,12 @@ import math
 import torch
 
 
-def online_attention(q, k, v, block_size):
+def online_attention(q, k, v, block_k):
     scale = 1.0 / math.sqrt(q.size(1))
     l = torch.zeros(q.size(0), 1, dtype=q.dtype)
     a = torch.zeros(q.size(0), v.size(1), dtype=q.dtype)
-    for j in range(0, k.size(0), block_size):
-        p = torch.exp(q @ k[j:j + block_size].T * scale)     # BUG: exp of raw scores overflows
+    for j in range(0, k.size(0), block_k):
+        p = torch.exp(q @ k[j:j + block_k].T * scale)     # BUG: exp of raw scores overflows
         l = l + p.sum(-1, keepdim=True)
-        a = a + p @ v[j:j + block_size]
-    return a / l
+        a = a + p @ v[j:j + block_k]
+    return a / l, torch.log(l).squeeze(-1)

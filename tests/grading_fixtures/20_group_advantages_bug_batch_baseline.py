@@ -6,7 +6,8 @@ import torch
 
 
 def group_advantages(rewards, group_size):
-    return (rewards - rewards.mean()) / (rewards.std() + 1e-4)             # BUG: not per group
+    others = (rewards.sum() - rewards) / (len(rewards) - 1)                 # BUG: not per group
+    return (rewards - others) / (rewards.std() + 1e-4)
 
 
 def k3_kl(logprobs, ref_logprobs):

@@ -7,7 +7,8 @@ import torch
 
 def group_advantages(rewards, group_size):
     r = rewards.reshape(-1, group_size)
-    adv = (r - r.mean(1, keepdim=True)) / r.std(1, keepdim=True)            # BUG: no eps, no 0 for flat
+    others = (r.sum(1, keepdim=True) - r) / (group_size - 1)
+    adv = (r - others) / r.std(1, keepdim=True)                             # BUG: no eps, no 0 for flat
     return adv.reshape(rewards.shape)
 
 

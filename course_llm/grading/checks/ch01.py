@@ -10,7 +10,9 @@ from collections.abc import Mapping
 
 from ... import ngram
 from .show import expect_number
-from ..core import CheckFailed, Exercise, expect, register, short
+from ..assertions import CheckFailed, expect
+from ..registry import Exercise, register
+from ..sandbox import short
 
 # %% auto #0
 __all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus', 'returns_counter_of_tuples', 'interior_ngrams',

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ... import tokenizers
-from ..core import CheckFailed, Exercise, expect, register, short
+from ... import bpe
+from ..assertions import CheckFailed, expect
+from ..registry import Exercise, register
+from ..sandbox import short
 
 # %% auto #0
 __all__ = ['bpe_merge_exercise', 'pair_counts_random', 'pair_counts_overlapping', 'pair_counts_short', 'merge_random',
-           'merge_overlapping', 'merge_absent_or_short', 'works_on_bytes', 'random_ids', 'random_text', 'ids_of',
-           'same_ids', 'encode_exercise', 'gpt2_case', 'rank_sensitive', 'nothing_to_merge', 'learned_merges',
-           'priority_by_rank', 'repeated_bytes', 'ignores_dict_order', 'gpt2_merges']
+           'merge_overlapping', 'merge_absent_or_short', 'works_on_bytes']
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #99575f15
 # the random inputs are shared with ch02_encode, in their own module; re-exported here
@@ -24,8 +24,6 @@ from course_llm.grading.checks.ch02_inputs import (
     ids_of,
     same_ids,
 )
-
-_all_ = ["random_ids", "random_text", "ids_of", "same_ids"]
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #742dae93
 # the encoding checks have their own module; re-exported here
@@ -41,18 +39,6 @@ from course_llm.grading.checks.ch02_encode import (
     gpt2_merges,
 )
 
-_all_ = [
-    "encode_exercise",
-    "gpt2_case",
-    "rank_sensitive",
-    "nothing_to_merge",
-    "learned_merges",
-    "priority_by_rank",
-    "repeated_bytes",
-    "ignores_dict_order",
-    "gpt2_merges",
-]
-
 # %% ../../../nbs/grading/checks/ch02.ipynb #276dba4c
 bpe_merge_exercise = register(
     Exercise(
@@ -60,8 +46,8 @@ bpe_merge_exercise = register(
         ["get_pair_counts", "merge"],
         title="BPE training step: count pairs, merge one pair",
         forbidden=(
-            "course_llm.tokenizers.get_pair_counts",
-            "course_llm.tokenizers.merge",
+            "course_llm.bpe.get_pair_counts",
+            "course_llm.bpe.merge",
             "course_llm.bpe.get_pair_counts",
             "course_llm.bpe.merge",
         ),
@@ -83,7 +69,7 @@ def _counts(got, call: str) -> dict:
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #a526705c
 def _same_counts(got, ids, call: str) -> None:
-    got, want = _counts(got, call), tokenizers.get_pair_counts(list(ids))
+    got, want = _counts(got, call), bpe.get_pair_counts(list(ids))
     problems = (
         [f"missing {p} (count {n})" for p, n in want.items() if p not in got][:2]
         + [f"unexpected {p}" for p in got if p not in want][:2]
@@ -159,9 +145,7 @@ def merge_random(student, rng):
     for _ in range(3):
         ids, pair, new_id = _merge_case(rng)
         call = f"merge({short(ids, 80)}, {pair}, {new_id})"
-        same_ids(
-            student.merge(ids, pair, new_id), tokenizers.merge(ids, pair, new_id), call
-        )
+        same_ids(student.merge(ids, pair, new_id), bpe.merge(ids, pair, new_id), call)
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #18ce4557
 @bpe_merge_exercise.check(
@@ -173,9 +157,7 @@ def merge_overlapping(student, rng):
     a = rng.randrange(20)
     ids, new_id = _runs(rng, a, rng.randint(2, 4)), 256 + rng.randrange(100)
     call = f"merge({short(ids, 80)}, {(a, a)}, {new_id})"
-    same_ids(
-        student.merge(ids, (a, a), new_id), tokenizers.merge(ids, (a, a), new_id), call
-    )
+    same_ids(student.merge(ids, (a, a), new_id), bpe.merge(ids, (a, a), new_id), call)
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #e1cbf616
 @bpe_merge_exercise.check(
@@ -213,6 +195,6 @@ def works_on_bytes(student, rng):
     pair = rng.choice([p for p in zip(data, data[1:]) if p[0] != p[1]])
     same_ids(
         student.merge(data, pair, 256),
-        tokenizers.merge(list(data), pair, 256),
+        bpe.merge(list(data), pair, 256),
         f"merge({short(data, 80)}, {pair}, 256)",
     )

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ... import tokenizers
+from ... import bpe
+from ...bpe_files import tiktoken_encoding
+from ...fast_bpe import BPETokenizer
 from .ch02_inputs import random_text, same_ids
-from ..core import CheckFailed, Exercise, register, short
+from ..assertions import CheckFailed
+from ..registry import Exercise, register
+from ..sandbox import short
 
 # %% auto #0
 __all__ = ['encode_exercise', 'gpt2_case', 'rank_sensitive', 'nothing_to_merge', 'learned_merges', 'priority_by_rank',
@@ -22,8 +26,8 @@ encode_exercise = register(
         ["encode_with_merges"],
         title="Encode bytes with a table of BPE merges",
         forbidden=(
-            "course_llm.tokenizers.encode_with_merges",
-            "course_llm.tokenizers.bpe_merge",
+            "course_llm.bpe.encode_with_merges",
+            "course_llm.bpe_ranks.bpe_merge",
             "course_llm.bpe.encode_with_merges",
             "course_llm.fast_bpe.bpe_merge",
             "course_llm.bpe_ranks.bpe_merge",
@@ -35,7 +39,7 @@ encode_exercise = register(
 @lru_cache(maxsize=None)
 def _gpt2_ranks() -> dict:
     """GPT-2's ``{token_bytes: rank}`` (ranks are ids; loaded once, offline)."""
-    return tokenizers.tiktoken_encoding("gpt2")._mergeable_ranks
+    return tiktoken_encoding("gpt2")._mergeable_ranks
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #f982e575
 def gpt2_case(text: str) -> tuple:
@@ -47,7 +51,7 @@ def gpt2_case(text: str) -> tuple:
 
     Example:
         >>> ids, merges = gpt2_case("hello")
-        >>> tokenizers.encode_with_merges(ids, merges)
+        >>> bpe.encode_with_merges(ids, merges)
         [31373]
     """
     ranks, data = _gpt2_ranks(), text.encode("utf-8")
@@ -57,7 +61,7 @@ def gpt2_case(text: str) -> tuple:
             rank = ranks.get(data[i:j])
             if rank is not None:
                 sub[data[i:j]] = rank
-    return [ranks[bytes([b])] for b in data], tokenizers.BPETokenizer(sub).merges
+    return [ranks[bytes([b])] for b in data], BPETokenizer(sub).merges
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #e81033d6
 def _call(data, merges) -> str:
@@ -67,14 +71,14 @@ def _call(data, merges) -> str:
 def _same_encoding(student, data, merges) -> None:
     got = student.encode_with_merges(data, merges)
     try:
-        same_ids(got, tokenizers.encode_with_merges(data, merges), _call(data, merges))
+        same_ids(got, bpe.encode_with_merges(data, merges), _call(data, merges))
     except CheckFailed as error:
         why = _wrong_order(got, data, merges)
         raise CheckFailed(f"{why}. {error}" if why else str(error)) from None
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #caa3c2a3
 def _trained(rng) -> dict:
-    return tokenizers.train_bpe(
+    return bpe.train_bpe(
         random_text(rng, rng.randint(60, 120)), 256 + rng.randint(15, 40)
     )
 
@@ -84,17 +88,15 @@ def _by_frequency(data, merges, ties_by_rank: bool) -> list:
     smallest pair)."""
     ids = list(data)
     while True:
-        counts = {
-            p: n for p, n in tokenizers.get_pair_counts(ids).items() if p in merges
-        }
+        counts = {p: n for p, n in bpe.get_pair_counts(ids).items() if p in merges}
         if not counts:
             return ids
         pair = (
             max(counts, key=lambda p: (counts[p], -merges[p]))
             if ties_by_rank
-            else tokenizers.most_frequent_pair(counts)
+            else bpe.most_frequent_pair(counts)
         )
-        ids = tokenizers.merge(ids, pair, merges[pair])
+        ids = bpe.merge(ids, pair, merges[pair])
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #d2c941e1
 def _leftmost_first(data, merges) -> list:
@@ -104,7 +106,7 @@ def _leftmost_first(data, merges) -> list:
         pair = next((p for p in zip(ids, ids[1:]) if p in merges), None)
         if pair is None:
             return ids
-        ids = tokenizers.merge(ids, pair, merges[pair])
+        ids = bpe.merge(ids, pair, merges[pair])
 
 
 _WRONG_ORDERS = (
@@ -146,12 +148,12 @@ def rank_sensitive(rng, draw, tries: int = 200) -> tuple:
     Example:
         >>> import random
         >>> data, merges = rank_sensitive(random.Random(0), lambda rng: (b"abc", {(98, 99): 256, (97, 98): 257}))
-        >>> tokenizers.encode_with_merges(data, merges), _leftmost_first(data, merges)
+        >>> bpe.encode_with_merges(data, merges), _leftmost_first(data, merges)
         ([97, 256], [257, 99])
     """
     for _ in range(tries):
         data, merges = draw(rng)
-        want = tokenizers.encode_with_merges(data, merges)
+        want = bpe.encode_with_merges(data, merges)
         if all(wrong(data, merges) != want for wrong in _WRONG_ORDERS):
             break
     return data, merges
@@ -244,7 +246,7 @@ def ignores_dict_order(student, rng):
         found = [
             vocab[i]
             for i in sorted(deep)
-            if deep & set(tokenizers.encode_with_merges(vocab[i], merges))
+            if deep & set(bpe.encode_with_merges(vocab[i], merges))
         ]
         if found:
             break

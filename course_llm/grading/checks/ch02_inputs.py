@@ -5,7 +5,8 @@
 # %% ../../../nbs/grading/checks/ch02_inputs.ipynb #3d39dd9e
 from __future__ import annotations
 
-from ..core import CheckFailed, expect, short
+from ..assertions import CheckFailed, expect
+from ..sandbox import short
 
 # %% auto #0
 __all__ = ['random_ids', 'random_text', 'ids_of', 'same_ids']

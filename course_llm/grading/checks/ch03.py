@@ -8,14 +8,9 @@ from __future__ import annotations
 import torch
 
 from .show import expect_number, expect_values, num
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    short,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
+from ..sandbox import short
 
 # %% auto #0
 __all__ = ['lstm_exercise', 'clip_exercise', 'returns_two_states', 'cell_state', 'hidden_state', 'remember_gate', 'total_norm',

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from .show import expect_number
-from ..core import Exercise, register, torch_generator
+from ..registry import Exercise, register
+from ..assertions import torch_generator
 
 # %% auto #0
 __all__ = ['skipgram_exercise', 'one_pair', 'batch_mean', 'large_scores']

@@ -9,13 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from .show import expect_values
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['attention_exercise', 'unmasked', 'scaled_by_sqrt_dk', 'padding_mask', 'causal_mask']
@@ -35,14 +30,14 @@ attention_exercise = register(
 )
 
 
-def _attention_case(rng, d_k=None, lead=None):
+def _attention_case(rng, d_k=None, lead=None, S=None):
     g = torch_generator(rng)
     lead = (
         lead
         if lead is not None
         else tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
     )
-    L, S = rng.randint(1, 6), rng.randint(2, 7)
+    L, S = rng.randint(1, 6), S or rng.randint(2, 7)
     d_k = d_k or rng.randint(2, 8)
     d_v = rng.randint(1, 6)
     q = torch.randn(*lead, L, d_k, generator=g)
@@ -60,8 +55,9 @@ def _call(q, k, v, mask=None):
 # %% ../../../nbs/grading/checks/ch05.ipynb #8d8afaf6
 @attention_exercise.check(
     points=2,
-    hint="scores = q @ k.transpose(-2, -1) / sqrt(d_K); softmax over the "
-    "last axis (the keys); then weights @ v",
+    hint="the scores are the dot products of every query with every key, divided by "
+    "sqrt(d_K); the softmax runs over the keys (the last axis); the weights then mix "
+    "the values",
 )
 def unmasked(student, rng):
     q, k, v = _attention_case(rng)
@@ -84,6 +80,7 @@ def unmasked(student, rng):
 # %% ../../../nbs/grading/checks/ch05.ipynb #6007236f
 @attention_exercise.check(
     points=1,
+    requires=("unmasked",),
     hint="divide the scores by sqrt(d_K), the width of the queries and keys "
     "(q.shape[-1]), not by d_K and not by the number of keys",
 )
@@ -95,13 +92,18 @@ def scaled_by_sqrt_dk(student, rng):
 # %% ../../../nbs/grading/checks/ch05.ipynb #9c75c0da
 @attention_exercise.check(
     points=2,
-    hint="mask is True where a query MAY attend: set the scores where mask is "
-    "False to -inf before the softmax (scores.masked_fill(~mask, float('-inf')))",
+    requires=("unmasked",),
+    hint="mask is True where a query MAY attend: the scores where it is False must "
+    "become minus infinity before the softmax, so that their weights come out exactly "
+    "0 and every row of weights still sums to 1",
 )
 def padding_mask(student, rng):
-    q, k, v = _attention_case(rng, lead=(rng.randint(2, 4),))
+    # every seed pads: >= 3 keys, >= 2 kept per row, and one row keeps fewer than all
+    q, k, v = _attention_case(rng, lead=(rng.randint(2, 4),), S=rng.randint(3, 7))
     B, S = q.shape[0], k.shape[-2]
-    lengths = torch.tensor([rng.randint(2, S) for _ in range(B)])  # >= 2 keys per row
+    lengths = [rng.randint(2, S) for _ in range(B)]
+    lengths[rng.randrange(B)] = rng.randint(2, S - 1)
+    lengths = torch.tensor(lengths)
     mask = (torch.arange(S)[None] < lengths[:, None])[
         :, None, :
     ]  # (B, 1, S): keys only
@@ -111,6 +113,7 @@ def padding_mask(student, rng):
 # %% ../../../nbs/grading/checks/ch05.ipynb #1a131f59
 @attention_exercise.check(
     points=2,
+    requires=("unmasked",),
     hint="with the lower-triangular (causal) mask, query i sees keys 0..i only: "
     "masked keys must get weight exactly 0 and each row of weights must still sum to 1",
 )

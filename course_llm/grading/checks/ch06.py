@@ -11,13 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from .show import expect_values
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['rms_exercise', 'rope_exercise', 'values', 'keeps_the_mean', 'epsilon_inside_the_root', 'position_zero_is_identity',
@@ -30,6 +25,7 @@ rms_exercise = register(
         ["rms_norm"],
         title="RMSNorm",
         forbidden=(
+            "course_llm.norms.rms_norm",
             "course_llm.layers.rms_norm",
             "course_llm.layers.RMSNorm",
             "torch.nn.functional.rms_norm",
@@ -104,6 +100,7 @@ rope_exercise = register(
         ["apply_rope"],
         title="Rotary position embeddings applied to queries and keys",
         forbidden=(
+            "course_llm.positions.apply_rope",
             "course_llm.layers.apply_rope",
             "course_llm.layers.RotaryEmbedding",
             "course_llm.layers.rope_rotation_matrix",

@@ -11,17 +11,12 @@ import torch.nn.functional as F
 
 from ...gpt import causal_lm_loss as _package_loss
 from .show import expect_number
-from course_llm.grading.core import (
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..registry import Exercise, register
+from ..assertions import expect, torch_generator
 
 # %% auto #0
 __all__ = ['loss_exercise', 'values', 'shift', 'ignored_targets', 'ignore_index_is_a_token_id', 'all_but_one_ignored',
-           'hf_padded_batch', 'gradient', 'block_exercise', 'matches_the_block', 'causal', 'single_token', 'wide_heads',
-           'gelu_tanh']
+           'hf_padded_batch', 'gradient']
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #446f2c8e
 loss_exercise = register(
@@ -308,12 +303,3 @@ from course_llm.grading.checks.ch07_block import (
     wide_heads,
     gelu_tanh,
 )
-
-_all_ = [
-    "block_exercise",
-    "matches_the_block",
-    "causal",
-    "single_token",
-    "wide_heads",
-    "gelu_tanh",
-]

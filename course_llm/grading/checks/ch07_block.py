@@ -10,13 +10,8 @@ from dataclasses import replace
 import torch
 
 from .show import expect_values
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 from ...layers import TransformerBlock, TransformerConfig
 
 # %% auto #0
@@ -231,6 +226,7 @@ def single_token(student, rng):
 # %% ../../../nbs/grading/checks/ch07_block.ipynb #dad7a408
 @block_exercise.check(
     points=1,
+    requires=("matches_the_block",),
     hint="divide the scores q.k by sqrt(d_head) (d_head = d_model // n_head), "
     "the width of one head, not by sqrt(d_model)",
 )
@@ -243,6 +239,7 @@ def wide_heads(student, rng):
 # %% ../../../nbs/grading/checks/ch07_block.ipynb #5662414f
 @block_exercise.check(
     points=1,
+    requires=("matches_the_block",),
     hint="GPT-2's MLP uses the tanh approximation of GELU: "
     "0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))), i.e. F.gelu(a, "
     "approximate='tanh')",

@@ -11,56 +11,87 @@ import warnings
 import torch
 
 from .show import expect_number
-from ..core import Exercise, register
-from ...train import cosine_schedule as _oracle
+from ..registry import Exercise, register
+from ...optim import cosine_schedule as _oracle
 
 # %% auto #0
-__all__ = ['schedule_exercise', 'warmup_ramp', 'peak_at_end_of_warmup', 'cosine_decay', 'reaches_min_lr', 'stays_at_min_lr',
-           'no_warmup', 'matches_torch_schedulers']
+__all__ = ['schedule_exercise', 'warmup_ramp', 'peak_at_end_of_warmup', 'holds_at_max_lr', 'cosine_decay', 'reaches_min_lr',
+           'stays_at_min_lr', 'no_warmup', 'matches_torch_schedulers']
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #9d821c18
 schedule_exercise = register(
     Exercise(
         "07_cosine_schedule",
         ["cosine_schedule"],
-        title="Learning rate: linear warm-up then cosine decay",
-        forbidden=("course_llm.train.cosine_schedule",),
+        title="Learning rate: linear warm-up, hold, then cosine decay",
+        forbidden=(
+            "course_llm.optim.cosine_schedule",
+            "course_llm.train.cosine_schedule",
+        ),
     )
 )
 
 
-def _schedule(rng, warmup=None) -> tuple[int, int, float, float]:
-    """A random (max_steps, warmup_steps, max_lr, min_lr); `warmup(max_steps)` draws the
-    warm-up."""
+def _schedule(rng, warmup=None) -> tuple[int, int, int, float, float]:
+    """A random (max_steps, warmup_steps, hold_steps, max_lr, min_lr).
+
+    `warmup(max_steps)` draws the warm-up. The hold is at least 2 steps long and the
+    decay is at least `max_steps // 3` steps long: every check sees all three phases."""
     max_steps = rng.randint(20, 200)
     warmup_steps = warmup(max_steps) if warmup else rng.randint(3, max_steps // 3)
+    hold_steps = rng.randint(2, max(2, (max_steps - warmup_steps) // 3))
     max_lr = 10 ** rng.uniform(-4, -1)
     min_lr = max_lr * rng.uniform(0.05, 0.5)
-    return max_steps, warmup_steps, max_lr, min_lr
+    return max_steps, warmup_steps, hold_steps, max_lr, min_lr
+
+# %% ../../../nbs/grading/checks/ch07b.ipynb #a7e0b1c2
+def _oracle_rate(step, max_steps, warmup_steps, hold_steps, max_lr, min_lr) -> float:
+    """The book's schedule with the hold cut in: warm-up as is, `max_lr` through the
+    hold, then the book's cosine shifted by `hold_steps`."""
+    if step < warmup_steps:
+        return _oracle(step, max_steps - hold_steps, warmup_steps, max_lr, min_lr)
+    if step < warmup_steps + hold_steps:
+        return max_lr
+    return _oracle(
+        step - hold_steps, max_steps - hold_steps, warmup_steps, max_lr, min_lr
+    )
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #f8dd5f17
 def _compare(student, step, sched, want=None) -> None:
     """Fail unless the student's rate at `step` equals `want` (default: the oracle's)."""
-    max_steps, warmup_steps, max_lr, min_lr = sched
-    want = _oracle(step, *sched) if want is None else want
-    got = student.cosine_schedule(step, max_steps, warmup_steps, max_lr, min_lr)
+    max_steps, warmup_steps, hold_steps, max_lr, min_lr = sched
+    want = _oracle_rate(step, *sched) if want is None else want
+    got = student.cosine_schedule(
+        step, max_steps, warmup_steps, hold_steps, max_lr, min_lr
+    )
+    start = warmup_steps + hold_steps  # where the cosine starts
     mistakes = {}
-    if warmup_steps < step < max_steps:
-        p = (step - warmup_steps) / (max_steps - warmup_steps)
-        wrong_p = (step - warmup_steps) / max_steps
+    if start <= step < max_steps:
+        p = (step - start) / (max_steps - start)
+        wrong_p = (step - start) / max_steps
+        unshifted = (step - warmup_steps) / (max_steps - warmup_steps)
         mistakes = {
-            "you divided by max_steps: the progress is p = (step - warmup_steps) / "
-            "(max_steps - warmup_steps)": min_lr
+            "you divided by max_steps: the progress runs over the decay's own steps, "
+            "from warmup_steps + hold_steps to max_steps": min_lr
             + (max_lr - min_lr) * (1 + math.cos(math.pi * wrong_p)) / 2,
-            "you decayed towards 0, not towards min_lr: the rate is min_lr + "
-            "(max_lr - min_lr) * "
-            "(1 + cos(pi p)) / 2": max_lr * (1 + math.cos(math.pi * p)) / 2,
+            "you decayed towards 0, not towards min_lr": max_lr
+            * (1 + math.cos(math.pi * p))
+            / 2,
+            "your cosine starts at warmup_steps, not after the hold: its progress "
+            "counts from warmup_steps + hold_steps": min_lr
+            + (max_lr - min_lr) * (1 + math.cos(math.pi * unshifted)) / 2,
+        }
+        # at the decay's first step some mistakes give the right rate: they name nothing
+        mistakes = {
+            why: rate
+            for why, rate in mistakes.items()
+            if not math.isclose(rate, want, rel_tol=1e-6)
         }
     expect_number(
         got,
         want,
-        f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {max_lr:.4g}, "
-        f"{min_lr:.4g})",
+        f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {hold_steps}, "
+        f"{max_lr:.4g}, {min_lr:.4g})",
         rel=1e-6,
         abs_=1e-9 * max_lr,
         mistakes=mistakes,
@@ -69,9 +100,9 @@ def _compare(student, step, sched, want=None) -> None:
 # %% ../../../nbs/grading/checks/ch07b.ipynb #40e87749
 @schedule_exercise.check(
     points=2,
-    hint="during the warm-up (step < warmup_steps) the rate is "
-    "max_lr * (step + 1) / warmup_steps: steps count from 0, the first step already "
-    "moves and the last warm-up step reaches max_lr",
+    hint="during the warm-up (step < warmup_steps) the rate grows linearly; steps "
+    "count from 0: step 0 is already above 0 and the last warm-up step, "
+    "warmup_steps - 1, reaches max_lr exactly",
 )
 def warmup_ramp(student, rng):
     sched = _schedule(rng)
@@ -86,45 +117,58 @@ def warmup_ramp(student, rng):
 @schedule_exercise.check(
     points=1,
     hint="the rate is max_lr both at the last warm-up step (warmup_steps - 1) "
-    "and at the first decay step (warmup_steps), where the cosine starts at its top",
+    "and at the next one (warmup_steps), where the hold begins",
 )
 def peak_at_end_of_warmup(student, rng):
     sched = _schedule(rng)
     for step in (sched[1] - 1, sched[1]):
-        _compare(student, step, sched, want=sched[2])
+        _compare(student, step, sched, want=sched[3])
+
+# %% ../../../nbs/grading/checks/ch07b.ipynb #b01d5a7e
+@schedule_exercise.check(
+    points=2,
+    hint="for hold_steps steps after the warm-up ends the rate stays at max_lr; the "
+    "cosine starts only after them",
+)
+def holds_at_max_lr(student, rng):
+    sched = _schedule(rng)
+    # strictly inside the hold: its first step is peak_at_end_of_warmup's,
+    # the step after it cosine_decay's
+    start, end = sched[1], sched[1] + sched[2]
+    steps = {start + 1, end - 1} | {rng.randrange(start + 1, end) for _ in range(4)}
+    for step in sorted(steps):
+        _compare(student, step, sched, want=sched[3])
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #ab533592
 @schedule_exercise.check(
     points=2,
-    hint="after the warm-up, p = (step - warmup_steps) / (max_steps - "
-    "warmup_steps) and the rate is min_lr + (max_lr - min_lr) * (1 + cos(pi * p)) / 2",
+    hint="after the hold the rate follows half a cosine from max_lr down to min_lr; "
+    "its progress p goes from 0 at the end of the hold to 1 at max_steps, over the "
+    "steps after the hold (not over all max_steps)",
 )
 def cosine_decay(student, rng):
     sched = _schedule(rng, warmup=lambda m: rng.randint(max(2, m // 8), m // 2))
-    max_steps, warmup_steps = sched[:2]
-    steps = {warmup_steps + 1, max_steps - 1, (warmup_steps + max_steps) // 2}
-    steps |= {rng.randint(warmup_steps + 1, max_steps - 1) for _ in range(8)}
+    max_steps, start = sched[0], sched[1] + sched[2]
+    steps = {start, start + 1, max_steps - 1, (start + max_steps) // 2}
+    steps |= {rng.randint(start + 1, max_steps - 1) for _ in range(8)}
     for step in sorted(steps):
         _compare(student, step, sched)
     if (
-        max_steps - warmup_steps
-    ) % 2 == 0:  # halfway through the decay: the mean of the two rates
+        max_steps - start
+    ) % 2 == 0:  # halfway through the decay: the mean of both rates
         _compare(
-            student,
-            (warmup_steps + max_steps) // 2,
-            sched,
-            want=(sched[2] + sched[3]) / 2,
+            student, (start + max_steps) // 2, sched, want=(sched[3] + sched[4]) / 2
         )
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #6766ab69
 @schedule_exercise.check(
     points=1,
     hint="at step == max_steps the decay ends exactly at min_lr "
-    "(p = 1, cos(pi) = -1): the cosine runs over max_steps - warmup_steps steps",
+    "(p = 1, cos(pi) = -1): the cosine runs over the steps after the hold",
 )
 def reaches_min_lr(student, rng):
     sched = _schedule(rng)
-    _compare(student, sched[0], sched, want=sched[3])
+    _compare(student, sched[0], sched, want=sched[4])
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #eec9d830
 @schedule_exercise.check(
@@ -134,41 +178,43 @@ def reaches_min_lr(student, rng):
 )
 def stays_at_min_lr(student, rng):
     sched = _schedule(rng)
-    max_steps, warmup_steps = sched[:2]
-    span = max_steps - warmup_steps
+    max_steps, span = sched[0], sched[0] - sched[1] - sched[2]
     for step in (
         max_steps + 1,
         max_steps + span // 2,
         max_steps + span,
         10 * max_steps + 1,
     ):
-        _compare(student, step, sched, want=sched[3])
+        _compare(student, step, sched, want=sched[4])
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #442ef46f
 @schedule_exercise.check(
     points=1,
     hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
-    "max_lr and the cosine runs over all max_steps steps (never divide by "
-    "warmup_steps)",
+    "max_lr, the hold starts at once (never divide by warmup_steps)",
 )
 def no_warmup(student, rng):
     sched = _schedule(rng, warmup=lambda m: 0)
     max_steps = sched[0]
-    _compare(student, 0, sched, want=sched[2])
-    for step in sorted({rng.randint(1, max_steps - 1) for _ in range(5)} | {max_steps}):
+    _compare(student, 0, sched, want=sched[3])
+    # the hold, the decay (always: its first steps and its middle) and its end
+    steps = {rng.randint(1, max_steps - 1) for _ in range(5)} | {max_steps}
+    steps |= {sched[2], sched[2] + 1, (sched[2] + max_steps) // 2}
+    for step in sorted(steps):
         _compare(student, step, sched)
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #15c59065
 @schedule_exercise.check(
     points=2,
     hint="the whole schedule, steps 0..max_steps, must equal torch's "
-    "LinearLR warm-up followed by CosineAnnealingLR (the other checks say which part "
+    "LinearLR warm-up, ConstantLR hold and CosineAnnealingLR (the other checks say "
+    "which part "
     "differs)",
 )
 def matches_torch_schedulers(student, rng):
     """Torch's scheduler chain, stepped through the whole schedule, at 20 or so of its
     steps."""
-    max_steps, warmup_steps, max_lr, min_lr = sched = _schedule(
+    max_steps, warmup_steps, hold_steps, max_lr, min_lr = sched = _schedule(
         rng, warmup=lambda m: rng.randint(2, m // 3)
     )
     # every phase and both joins, plus random steps (one call per step: the whole
@@ -178,6 +224,9 @@ def matches_torch_schedulers(student, rng):
         warmup_steps - 1,
         warmup_steps,
         warmup_steps + 1,
+        warmup_steps + hold_steps - 1,
+        warmup_steps + hold_steps,
+        warmup_steps + hold_steps + 1,
         max_steps - 1,
         max_steps,
     }
@@ -195,11 +244,16 @@ def matches_torch_schedulers(student, rng):
             end_factor=1.0,
             total_iters=warmup_steps - 1,
         )
+        hold = torch.optim.lr_scheduler.ConstantLR(
+            opt, factor=1.0, total_iters=hold_steps
+        )
         cos = torch.optim.lr_scheduler.CosineAnnealingLR(
-            opt, T_max=max_steps - warmup_steps, eta_min=min_lr
+            opt, T_max=max_steps - warmup_steps - hold_steps, eta_min=min_lr
         )
         chain = torch.optim.lr_scheduler.SequentialLR(
-            opt, [warm, cos], milestones=[warmup_steps]
+            opt,
+            [warm, hold, cos],
+            milestones=[warmup_steps, warmup_steps + hold_steps],
         )
         torch_lrs = []
         for _ in range(max_steps + 1):
@@ -210,7 +264,7 @@ def matches_torch_schedulers(student, rng):
         expect_number(
             value,
             torch_lrs[step],
-            f"cosine_schedule({step}, {max_steps}, {warmup_steps}, "
+            f"cosine_schedule({step}, {max_steps}, {warmup_steps}, {hold_steps}, "
             f"{max_lr:.6g}, {min_lr:.6g})",
             rel=1e-6,
             abs_=1e-9 * max_lr,

@@ -9,13 +9,8 @@ import torch
 
 from ...generate import top_p_filter as _package_top_p
 from .show import few
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 
 def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
@@ -32,9 +27,7 @@ def _brute_sizes(logits: torch.Tensor, p: float) -> list[int]:
     return sizes
 
 # %% auto #0
-__all__ = ['top_p_exercise', 'values', 'top_token_kept', 'p_one_keeps_all', 'rows_independent', 'ties', 'input_unchanged',
-           'beam_step_exercise', 'kv_append_exercise', 'best_candidates', 'scores_consistent', 'one_beam_dominates',
-           'first_step', 'returns_prefix', 'writes_in_place', 'decoding_loop', 'overflow_raises']
+__all__ = ['top_p_exercise', 'values', 'top_token_kept', 'p_one_keeps_all', 'rows_independent', 'ties', 'input_unchanged']
 
 # %% ../../../nbs/grading/checks/ch08.ipynb #81ff8253
 def _oracle(logits: torch.Tensor, p: float) -> torch.Tensor:
@@ -317,16 +310,3 @@ from course_llm.grading.checks.ch08_decoding import (
     decoding_loop,
     overflow_raises,
 )
-
-_all_ = [
-    "beam_step_exercise",
-    "kv_append_exercise",
-    "best_candidates",
-    "scores_consistent",
-    "one_beam_dominates",
-    "first_step",
-    "returns_prefix",
-    "writes_in_place",
-    "decoding_loop",
-    "overflow_raises",
-]

@@ -8,14 +8,8 @@ from __future__ import annotations
 import torch
 
 from .show import few
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    StudentError,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, StudentError, register
 
 # %% auto #0
 __all__ = ['beam_step_exercise', 'kv_append_exercise', 'best_candidates', 'scores_consistent', 'one_beam_dominates', 'first_step',
@@ -251,8 +245,16 @@ def _kv_oracle(k_cache, v_cache, length, k_new, v_new):
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #c78a2dc9
 def _kv_call(student, k_cache, v_cache, length, k_new, v_new):
     """Call the student (who writes into k_cache, v_cache); check the result's type and
-    shape."""
+    shape. The caches as the call left them come back as values (``student.written``):
+    the check's own tensors are never written."""
     got = student.kv_append(k_cache, v_cache, length, k_new, v_new)
+    if not all(
+        isinstance(student.written.get(n), torch.Tensor) for n in ("k_cache", "v_cache")
+    ):
+        raise CheckFailed(
+            "kv_append must take its caches as parameters named k_cache and v_cache "
+            "(as in the signature given) and write into them"
+        )
     what = (
         f"kv_append(k_cache {tuple(k_cache.shape)}, v_cache, length={length}, "
         f"k_new {tuple(k_new.shape)}, v_new)"
@@ -284,7 +286,7 @@ def returns_prefix(student, rng):
     for _ in range(3):
         case = _kv_case(rng)
         want = _kv_oracle(*case)
-        (k, v), what = _kv_call(student, *[c.clone() for c in case[:2]], *case[2:])
+        (k, v), what = _kv_call(student, *case)
         expect(
             torch.equal(k, want[2]) and torch.equal(v, want[3]),
             f"{what}: the returned keys/values are not the cached positions "
@@ -302,8 +304,8 @@ def writes_in_place(student, rng):
     for _ in range(3):
         case = _kv_case(rng)
         want = _kv_oracle(*case)
-        k_cache, v_cache = case[0].clone(), case[1].clone()
-        _, what = _kv_call(student, k_cache, v_cache, *case[2:])
+        _, what = _kv_call(student, *case)
+        k_cache, v_cache = student.written["k_cache"], student.written["v_cache"]
         expect(
             torch.equal(k_cache, want[0]) and torch.equal(v_cache, want[1]),
             f"{what}: after the call, k_cache and v_cache must hold the new "
@@ -330,6 +332,8 @@ def decoding_loop(student, rng):
             torch.randn(B, H, T, d, generator=g),
         )
         (k, v), what = _kv_call(student, k_cache, v_cache, length, k_new, v_new)
+        # the next call gets the caches as this one left them
+        k_cache, v_cache = student.written["k_cache"], student.written["v_cache"]
         ks.append(k_new), vs.append(v_new)
         length += T
         expect(

@@ -9,13 +9,8 @@ import math
 
 import torch
 
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 masking_exercise = register(
     Exercise(

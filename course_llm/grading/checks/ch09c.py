@@ -8,13 +8,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['patchify_exercise', 'square_grey_images', 'non_square_images', 'several_channels']

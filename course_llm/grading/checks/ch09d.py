@@ -9,13 +9,8 @@ import itertools
 
 import torch
 
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['span_qa_exercise', 'start_before_end', 'longest_span', 'allowed_positions', 'batch_of_examples']

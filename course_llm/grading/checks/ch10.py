@@ -8,12 +8,8 @@ from __future__ import annotations
 from itertools import groupby
 
 
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-)
+from ..assertions import CheckFailed, expect
+from ..registry import Exercise, register
 from ...objectives import span_corruption as _package_span_corruption
 
 WORDS = (
@@ -38,8 +34,7 @@ def _sentinel(k):
     return f"<extra_id_{k}>"
 
 # %% auto #0
-__all__ = ['WORDS', 'span_exercise', 'random_masks', 'adjacent_merge', 'mask_at_edges', 'no_noise', 'cross_exercise',
-           'single_head', 'multi_head', 'unscaled', 'encoder_padding', 'not_causal']
+__all__ = ['WORDS', 'span_exercise', 'random_masks', 'adjacent_merge', 'mask_at_edges', 'no_noise']
 
 # %% ../../../nbs/grading/checks/ch10.ipynb #ac27431d
 def _span_oracle(tokens, mask):
@@ -163,12 +158,3 @@ from course_llm.grading.checks.ch10_cross import (
     encoder_padding,
     not_causal,
 )
-
-_all_ = [
-    "cross_exercise",
-    "single_head",
-    "multi_head",
-    "unscaled",
-    "encoder_padding",
-    "not_causal",
-]

@@ -11,13 +11,8 @@ import torch.nn.functional as F
 
 from ...attention import MultiHeadAttention
 from .show import expect_values, first_mismatch
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 from ...t5 import cross_attention as _package_cross_attention
 
 # %% auto #0
@@ -42,14 +37,14 @@ cross_exercise = register(
 )
 
 
-def _cross_case(rng, n_heads, d_kv, T, S, B=None):
+def _cross_case(rng, n_heads, d_head, T, S, B=None):
     """Decoder states x (B, T, d_model), encoder states z (B, S, d_model) and T5-style
     weights."""
     g = torch_generator(rng)
     B = B or rng.randint(1, 3)
     d_model, inner = (
         rng.randint(4, 24),
-        n_heads * d_kv,
+        n_heads * d_head,
     )  # inner width need not equal d_model, as in T5
     x = torch.randn(B, T, d_model, generator=g)
     z = torch.randn(B, S, d_model, generator=g)
@@ -66,10 +61,10 @@ def _cross_oracle(x, z, w, n_heads, z_mask=None):
     """PyTorch's scaled_dot_product_attention with scale=1 in float64, cross-checked
     with the chapter's module."""
     B, T, d_model = x.shape
-    S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
+    S, d_head = z.shape[1], w["w_q"].shape[0] // n_heads
 
-    def heads(t, n):  # (B, n, H * d_kv) -> (B, H, n, d_kv)
-        return t.view(B, n, n_heads, d_kv).transpose(1, 2)
+    def heads(t, n):  # (B, n, H * d_head) -> (B, H, n, d_head)
+        return t.view(B, n, n_heads, d_head).transpose(1, 2)
 
     wd = {k: v.double() for k, v in w.items()}
     q, k, v = (
@@ -79,12 +74,12 @@ def _cross_oracle(x, z, w, n_heads, z_mask=None):
     )
     keep = None if z_mask is None else z_mask[:, None, None, :]
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=1.0)
-    want = y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ wd["w_o"].T
+    want = y.transpose(1, 2).reshape(B, T, n_heads * d_head) @ wd["w_o"].T
     with torch.random.fork_rng(
         devices=[]
     ):  # the default init must not move torch's RNG
         mha = MultiHeadAttention(
-            d_model, n_heads, d_head=d_kv, bias=False, scale=1.0
+            d_model, n_heads, d_head=d_head, bias=False, scale=1.0
         ).eval()
     with torch.no_grad():
         for ours, name in (
@@ -126,12 +121,12 @@ def _student(student, x, z, w, n_heads, z_mask=None):
     return student.cross_attention(*args, z_mask=z_mask.clone())
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #60763701
-def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
+def _compare_cross(student, n_heads, d_head, T, S, rng, note=""):
     # redraw (a few times at most) until every known mistake changes the output: with
     # wide heads the softmax can be nearly one-hot, and a causal mask that hides no
     # row's winning key would pass unnoticed
     for _ in range(20):
-        x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
+        x, z, w = _cross_case(rng, n_heads, d_head, T, S)
         want, mistakes = (
             _cross_oracle(x, z, w, n_heads),
             _cross_mistakes(x, z, w, n_heads),
@@ -148,20 +143,20 @@ def _compare_cross(student, n_heads, d_kv, T, S, rng, note=""):
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #dc3b613a
 def _cross_mistakes(x, z, w, n_heads):
-    """What two known mistakes return: scores divided by sqrt(d_kv), and a causal mask."""
+    """What two known mistakes return: scores divided by sqrt(d_head), and a causal mask."""
     B, T, _ = x.shape
-    S, d_kv = z.shape[1], w["w_q"].shape[0] // n_heads
+    S, d_head = z.shape[1], w["w_q"].shape[0] // n_heads
     q, k, v = (
-        (t.double() @ w[name].double().T).view(B, -1, n_heads, d_kv).transpose(1, 2)
+        (t.double() @ w[name].double().T).view(B, -1, n_heads, d_head).transpose(1, 2)
         for t, name in ((x, "w_q"), (z, "w_k"), (z, "w_v"))
     )
 
     def attend(**options):
         y = F.scaled_dot_product_attention(q, k, v, **options)
-        return y.transpose(1, 2).reshape(B, T, n_heads * d_kv) @ w["w_o"].double().T
+        return y.transpose(1, 2).reshape(B, T, n_heads * d_head) @ w["w_o"].double().T
 
     return {
-        "you divided the scores by sqrt(d_kv): T5 does not scale them": attend(),
+        "you divided the scores by sqrt(d_head): T5 does not scale them": attend(),
         "you applied a causal mask: the decoder attends to every encoder position "
         "(no mask but z_mask)": attend(
             attn_mask=torch.ones(T, S, dtype=torch.bool).tril(), scale=1.0
@@ -183,10 +178,12 @@ def single_head(student, rng):
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #db521535
 @cross_exercise.check(
     points=2,
-    hint="d_kv = w_q.shape[0] // n_heads; head h uses columns h*d_kv:(h+1)*d_kv of "
-    "Q, K and V: reshape (B, T, n_heads*d_kv) to (B, T, n_heads, d_kv), then move "
+    hint="each head has d_head = (projection width) / n_heads columns; head h uses "
+    "columns "
+    "h*d_head up to (h+1)*d_head of "
+    "Q, K and V: reshape (B, T, n_heads*d_head) to (B, T, n_heads, d_head), then move "
     "the head "
-    "axis before T; to merge, transpose back before reshaping to (B, T, n_heads*d_kv)",
+    "axis before T; to merge, transpose back before reshaping to (B, T, n_heads*d_head)",
 )
 def multi_head(student, rng):
     for _ in range(2):
@@ -203,7 +200,7 @@ def multi_head(student, rng):
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #8caf925a
 @cross_exercise.check(
     points=1,
-    hint="T5 does NOT divide the scores by sqrt(d_kv): the scale is folded into "
+    hint="T5 does NOT divide the scores by sqrt(d_head): the scale is folded into "
     "the initialisation of w_q, so the scores are plain Q K^T",
 )
 def unscaled(student, rng):
@@ -279,11 +276,11 @@ def encoder_padding(student, rng):
     "every (non-padding) encoder position, including ones 'after' it",
 )
 def not_causal(student, rng):
-    n_heads, d_kv = rng.randint(1, 3), 2
+    n_heads, d_head = rng.randint(1, 3), 2
     T = rng.randint(2, 4)
     S = rng.randint(T + 1, T + 4)
     for _ in range(20):  # inputs where every query visibly reads position S-1
-        x, z, w = _cross_case(rng, n_heads, d_kv, T, S)
+        x, z, w = _cross_case(rng, n_heads, d_head, T, S)
         changed = z.clone()
         changed[:, -1] = 3.0 * torch.randn(
             changed[:, -1].shape, generator=torch_generator(rng)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ..core import CheckFailed, Exercise, expect, register
+from ..assertions import CheckFailed, expect
+from ..registry import Exercise, register
 from ...retrieval import bm25_scores as _package_bm25
 
 

@@ -5,7 +5,8 @@
 # %% ../../../nbs/grading/checks/ch12.ipynb #c82fd201
 from __future__ import annotations
 
-from ..core import CheckFailed, Exercise, expect, register
+from ..assertions import CheckFailed, expect
+from ..registry import Exercise, register
 from ...sft import sft_labels as _package_sft_labels
 
 IM_START, IM_END, NL = 50, 51, 10  # toy ids: content tokens are drawn from 0..49

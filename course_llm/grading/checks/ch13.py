@@ -11,18 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from .show import expect_number, expect_values
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
-from course_llm.rlhf import (
-    bradley_terry_loss as _package_bt,
-    dpo_loss as _package_dpo,
-    gae as _package_gae,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
+from ...rlhf import bradley_terry_loss as _package_bt, dpo_loss as _package_dpo
+from ...ppo import gae as _package_gae
 
 
 def _tensor_result(got, shape, what):
@@ -126,7 +118,7 @@ gae_exercise = register(
         "13_gae",
         ["gae"],
         title="Generalized advantage estimation (GAE)",
-        forbidden=("course_llm.rlhf.gae",),
+        forbidden=("course_llm.ppo.gae", "course_llm.rlhf.gae"),
     )
 )
 

@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 from ...gguf import unpermute_qk as _package_unpermute
 
 # %% auto #0

@@ -11,13 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from .show import expect_number
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['info_nce_exercise', 'values', 'excludes_self', 'symmetric_in_the_views', 'scale_invariant']

@@ -10,11 +10,12 @@ import math
 import torch
 
 from .show import expect_values
-from ..core import Exercise, register, torch_generator
+from ..registry import Exercise, register
+from ..assertions import expect, torch_generator
 
 # %% auto #0
 __all__ = ['online_exercise', 'equals_softmax_attention', 'partial_last_block', 'rescales_when_the_max_grows',
-           'large_scores_do_not_overflow']
+           'large_scores_do_not_overflow', 'returns_logsumexp']
 
 # %% ../../../nbs/grading/checks/ch15.ipynb #d0e22113
 online_exercise = register(
@@ -63,19 +64,28 @@ def _online_oracle(q, k, v):
     s = q.double() @ k.double().T / math.sqrt(q.size(1))
     return torch.softmax(s, -1) @ v.double()
 
+# %% ../../../nbs/grading/checks/ch15.ipynb #b5d2e3f4
+def _pair(got, call):
+    """The student's (output, lse), or a failure saying that a pair is expected."""
+    expect(
+        isinstance(got, tuple) and len(got) == 2,
+        f"{call} must return a pair (output, lse), got {type(got).__name__}",
+    )
+    return got
+
 # %% ../../../nbs/grading/checks/ch15.ipynb #28acbd21
 def _expect_attention(student, q, k, v, block):
     """Call the student's online_attention and compare it with softmax(q k^T / sqrt(d))
     v."""
     call = f"online_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {block})"
-    expect_values(
-        student.online_attention(q, k, v, block), _online_oracle(q, k, v), call
-    )
+    got = _pair(student.online_attention(q, k, v, block), call)
+    expect_values(got[0], _online_oracle(q, k, v), call + "[0], the output")
+    return got
 
 # %% ../../../nbs/grading/checks/ch15.ipynb #6f5a92de
 @online_exercise.check(
     points=2,
-    hint="scores are q k^T / sqrt(d); with S a multiple of block_size "
+    hint="scores are q k^T / sqrt(d); with S a multiple of block_k "
     "the answer must equal softmax(scores) v",
 )
 def equals_softmax_attention(student, rng):
@@ -84,8 +94,9 @@ def equals_softmax_attention(student, rng):
 # %% ../../../nbs/grading/checks/ch15.ipynb #96aecbbf
 @online_exercise.check(
     points=1,
-    hint="the last block may be shorter than block_size: do not drop it "
-    "(range(0, S, block_size) and slicing handle it)",
+    requires=("equals_softmax_attention",),
+    hint="the last block may be shorter than block_k: do not drop it "
+    "(range(0, S, block_k) and slicing handle it)",
 )
 def partial_last_block(student, rng):
     _expect_attention(student, *_online_case(rng, multiple=False))
@@ -93,6 +104,7 @@ def partial_last_block(student, rng):
 # %% ../../../nbs/grading/checks/ch15.ipynb #8e49c068
 @online_exercise.check(
     points=2,
+    requires=("equals_softmax_attention",),
     hint="when the running max grows, rescale BOTH the running sum and "
     "the unnormalised output by exp(m_old - m_new)",
 )
@@ -102,6 +114,7 @@ def rescales_when_the_max_grows(student, rng):
 # %% ../../../nbs/grading/checks/ch15.ipynb #7002e351
 @online_exercise.check(
     points=1,
+    requires=("equals_softmax_attention",),
     hint="subtract the running max before exp: exp(s - m_new), "
     "so that scores in the hundreds do not overflow to inf",
 )
@@ -109,3 +122,17 @@ def large_scores_do_not_overflow(student, rng):
     _expect_attention(
         student, *_online_case(rng, multiple=True, big=True, dtype=torch.float64)
     )
+
+# %% ../../../nbs/grading/checks/ch15.ipynb #c15a7e01
+@online_exercise.check(
+    points=2,
+    requires=("equals_softmax_attention", "partial_last_block"),
+    hint="the second result is each query's log-sum-exp of its scores, shape (T,): "
+    "the running max plus the log of the running sum, after the last block",
+)
+def returns_logsumexp(student, rng):
+    q, k, v, block = _online_case(rng, multiple=False)
+    call = f"online_attention(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, {block})"
+    got = _pair(student.online_attention(q, k, v, block), call)
+    scores = q.double() @ k.double().T / math.sqrt(q.size(1))
+    expect_values(got[1], torch.logsumexp(scores, -1), call + "[1], the lse")

@@ -8,13 +8,8 @@ from __future__ import annotations
 import torch
 
 from .show import expect_values
-from course_llm.grading.core import (
-    CheckFailed,
-    Exercise,
-    expect,
-    register,
-    torch_generator,
-)
+from ..assertions import CheckFailed, expect, torch_generator
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['quant_exercise', 'scales_per_group', 'codes', 'four_bits', 'all_zero_group', 'dequantize']

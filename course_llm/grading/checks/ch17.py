@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from .show import expect_values
-from ..core import Exercise, expect, register, torch_generator
+from ..registry import Exercise, register
+from ..assertions import expect, torch_generator
 
 # %% auto #0
 __all__ = ['spec_exercise', 'accept_rule', 'accepts_when_target_likes_it_more', 'residual_distribution']

@@ -7,12 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from course_llm.grading.core import (
-    Exercise,
-    expect_tensor_close,
-    register,
-    torch_generator,
-)
+from ..registry import Exercise, register
+from ..assertions import expect_tensor_close, torch_generator
 
 # %% auto #0
 __all__ = ['lora_exercise', 'update_starts_at_zero', 'without_bias', 'update_scaled_by_alpha_over_r', 'batched_input',

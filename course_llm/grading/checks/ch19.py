@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import torch
 
-from course_llm.grading.core import (
+from course_llm.grading.assertions import (
     CheckFailed,
-    Exercise,
     expect,
     expect_close,
     expect_tensor_close,
-    register,
     torch_generator,
 )
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['moe_exercise', 'chooses_top_experts', 'top1_gate_is_the_probability', 'gates_renormalised_for_k_above_1',
@@ -82,7 +81,7 @@ def _keep_oracle(experts, n_expert, capacity):
 @moe_exercise.check(
     points=1,
     hint="keep the k experts with the LARGEST softmax probabilities, best first "
-    "(probs.topk(k, dim=-1))",
+    "(a top-k over the experts' axis)",
 )
 def chooses_top_experts(student, rng):
     logits, k = _logits(rng), 2
@@ -129,7 +128,7 @@ def gates_renormalised_for_k_above_1(student, rng):
 # %% ../../../nbs/grading/checks/ch19.ipynb #f007223b
 @moe_exercise.check(
     points=1,
-    hint="multiply the sum by E (n_expert = logits.size(-1)): an even router "
+    hint="multiply the sum by E, the number of experts: an even router "
     "must score exactly 1",
 )
 def balance_uniform_is_one(student, rng):

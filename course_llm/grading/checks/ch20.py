@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import torch
 
-from course_llm.grading.core import (
+from course_llm.grading.assertions import (
     CheckFailed,
-    Exercise,
     expect,
     expect_tensor_close,
-    register,
     torch_generator,
 )
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['advantages_exercise', 'unbiased_std', 'per_group', 'flat_group_zero', 'k3_per_token', 'k3_value']
@@ -36,7 +35,8 @@ advantages_exercise = register(
 
 def _advantages_oracle(rewards, group_size):
     r = rewards.double().reshape(-1, group_size)  # (n_groups, G)
-    adv = (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-4)
+    others = (r.sum(1, keepdim=True) - r) / (group_size - 1)  # leave-one-out baseline
+    adv = (r - others) / (r.std(1, keepdim=True) + 1e-4)
     flat = (r == r[:, :1]).all(1, keepdim=True)
     return adv.masked_fill(flat, 0.0).reshape(-1)
 
@@ -61,8 +61,9 @@ def _call_advantages(student, rewards, group_size):
 # %% ../../../nbs/grading/checks/ch20.ipynb #bac1b61d
 @advantages_exercise.check(
     points=1,
-    hint="divide by the group's UNBIASED std (n - 1 in the denominator, "
-    "torch.std's default) plus eps = 1e-4",
+    hint="the baseline of an answer is the mean of the OTHER group_size - 1 answers "
+    "of its group (not the group mean); divide by the group's UNBIASED std (n - 1 in "
+    "the denominator, torch.std's default) plus eps = 1e-4",
 )
 def unbiased_std(student, rng):
     G = rng.choice([3, 4, 5, 8])
@@ -76,7 +77,7 @@ def unbiased_std(student, rng):
 # %% ../../../nbs/grading/checks/ch20.ipynb #1db505b7
 @advantages_exercise.check(
     points=2,
-    hint="mean and std of EACH group of group_size consecutive rewards, not "
+    hint="baseline and std of EACH group of group_size consecutive rewards, not "
     "of the whole batch: reshape to (n_groups, group_size) and reduce along dim 1",
 )
 def per_group(student, rng):
@@ -92,6 +93,8 @@ def per_group(student, rng):
 # %% ../../../nbs/grading/checks/ch20.ipynb #734e937f
 @advantages_exercise.check(
     points=1,
+    # a formula that is wrong elsewhere is per_group's charge, not this one's
+    requires=("per_group",),
     hint="a group whose rewards are all equal has std 0 and teaches nothing: "
     "its advantages are 0 (never 0 / 0 = NaN)",
 )
@@ -148,8 +151,8 @@ def k3_per_token(student, rng):
 # %% ../../../nbs/grading/checks/ch20.ipynb #194d956b
 @advantages_exercise.check(
     points=2,
-    hint="d = ref_logprobs - logprobs (reference minus policy), and "
-    "k3 = exp(d) - d - 1, never negative",
+    hint="k3 = exp(d) - d - 1, never negative, where d is the log-ratio of the "
+    "reference over the policy (the reference's log-probability minus the policy's)",
 )
 def k3_value(student, rng):
     logprobs, ref = _k3_case(rng)

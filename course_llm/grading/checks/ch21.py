@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import torch
 
-from course_llm.grading.core import (
+from course_llm.grading.assertions import (
     CheckFailed,
-    Exercise,
     expect,
     expect_close,
-    register,
     torch_generator,
 )
+from ..registry import Exercise, register
 
 # %% auto #0
 __all__ = ['choice_exercise', 'log_probabilities', 'shifted_by_one', 'prompt_excluded', 'summed_choice', 'normalized_choice']

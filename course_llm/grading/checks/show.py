@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ..core import CheckFailed, expect
+from ..assertions import CheckFailed, expect
 
 # %% auto #0
 __all__ = ['num', 'few', 'first_mismatch', 'which_mistake', 'expect_values', 'expect_number']
