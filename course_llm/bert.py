@@ -12,12 +12,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .masks import padding_mask
-from .core import check_positive_int, check_tensor, locate_package_file
+from course_llm.core import (
+    extends,
+    check_positive_int,
+    check_tensor,
+    locate_package_file,
+)
 from .layers import TransformerBlock
 from .bert_config import BERTConfig
 from .bert_hf import config_from_hf, state_from_hf
 
-# %% ../nbs/09_bert.ipynb #40fdd809
+# %% ../nbs/09_bert.ipynb #a679e25b
 class BERT(nn.Module):
     """BERT encoder: token + position + segment embeddings, LayerNorm, post-LN layers.
 
@@ -79,6 +84,9 @@ class BERT(nn.Module):
             x = layer(x, mask)
         return x
 
+# %% ../nbs/09_bert.ipynb #68f87456
+@extends(BERT)
+class _InputChecks:
     def _check_inputs(self, input_ids, token_type_ids, attention_mask):
         "Raise a ValueError/TypeError naming the bad argument and the fix."
         c = self.config

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from course_llm.core import (
+    extends,
     check_bool,
     check_choice,
     check_float,
@@ -308,7 +309,7 @@ class GRPOConfig:
         check_bool("normalize_std", self.normalize_std)
         check_choice("aggregate", self.aggregate, _AGGREGATES)
 
-# %% ../nbs/20_grpo.ipynb #31347f6f
+# %% ../nbs/20_grpo.ipynb #b24a8bfa
 class GRPOTrainer:
     """GRPO with a reward in code: sample G responses per prompt, score, step on `grpo_loss`.
 
@@ -367,6 +368,9 @@ class GRPOTrainer:
         with torch.no_grad():
             return logp, entropy_from_logits(logits[:, P - 1 : -1])
 
+# %% ../nbs/20_grpo.ipynb #16ff8d71
+@extends(GRPOTrainer)
+class _Rollout:
     @torch.no_grad()
     def rollout(self, prompts, generator=None):
         """G responses to each prompt (B, P), their rewards, advantages, mask and
@@ -407,6 +411,9 @@ class GRPOTrainer:
             adv=group_advantages(rewards, c.group_size, normalize_std=c.normalize_std),
         )
 
+# %% ../nbs/20_grpo.ipynb #9bf9e0cf
+@extends(GRPOTrainer)
+class _Update:
     def update(self, batch):
         """`epochs` gradient steps on one batch of rollouts; returns the last step's
         loss and stats."""

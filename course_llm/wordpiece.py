@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from .bert_normalizer import bert_normalize, pre_tokenize
-from .core import check_bool, check_int
+from .core import extends, check_bool, check_int
 
 # %% ../nbs/09a_wordpiece.ipynb #wordpiece-12
 def _check_wordpiece_args(word, vocab, unk_token, prefix, max_chars):
@@ -61,7 +61,7 @@ def wordpiece_split(word, vocab, unk_token="[UNK]", prefix="##", max_chars=100):
         start = end
     return pieces
 
-# %% ../nbs/09a_wordpiece.ipynb #wordpiece-15
+# %% ../nbs/09a_wordpiece.ipynb #94c23c22
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -168,6 +168,15 @@ class WordPieceTokenizer:
     def vocab_size(self) -> int:
         return len(self.vocab)
 
+    def __len__(self):
+        return self.vocab_size
+
+    def __repr__(self):
+        return f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase})"
+
+# %% ../nbs/09a_wordpiece.ipynb #0f9c877f
+@extends(WordPieceTokenizer)
+class _Splitting:
     def _word(self, word: str) -> list:
         ids = self._cache.get(word)
         if ids is None:
@@ -200,6 +209,9 @@ class WordPieceTokenizer:
         "The WordPiece strings of `text`, without [CLS]/[SEP]."
         return [self.id_to_token[i] for i in self._pieces(text)]
 
+# %% ../nbs/09a_wordpiece.ipynb #72c7dc8f
+@extends(WordPieceTokenizer)
+class _Encoding:
     def encode(
         self, text: str, add_special_tokens: bool = True, max_length: int = None
     ) -> list:
@@ -245,6 +257,9 @@ class WordPieceTokenizer:
             "attention_mask": mask,
         }
 
+# %% ../nbs/09a_wordpiece.ipynb #9871f35b
+@extends(WordPieceTokenizer)
+class _Decoding:
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         "Join the pieces: ``##`` pieces glue to the previous one, others get a space."
         check_bool("skip_special_tokens", skip_special_tokens)
@@ -282,12 +297,6 @@ class WordPieceTokenizer:
                 t = t.replace(a, b)
             out.append(t)
         return "".join(out)
-
-    def __len__(self):
-        return self.vocab_size
-
-    def __repr__(self):
-        return f"WordPieceTokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase})"
 
 
 # the Hugging Face WordPiece decoder's clean-up, applied to each piece after its space
