@@ -10,7 +10,7 @@ export COURSE_LLM_CACHE := $(CURDIR)/.cache/course_llm
 export PYTHONHASHSEED := 0
 
 .PHONY: install browser-deps book test test-seeds sync-check export clean-nbs clean lab format cpu-times
-NB_TESTS := nbs $(wildcard exercises/solutions)
+NB_TESTS := nbs $(wildcard exercises/solutions exercises/projects/solutions)
 
 install: $(STAMP)
 
@@ -86,7 +86,7 @@ sync-check: install
 # Format the notebooks' code to 88 columns (ruff formats .ipynb code cells in place), then
 # re-export the package and regenerate the student notebooks from them.
 format: install
-	$(BIN)/ruff format nbs exercises/solutions
+	$(BIN)/ruff format nbs $(wildcard exercises/solutions exercises/projects/solutions)
 	$(BIN)/nbdev-export
 	$(MAKE) clean-nbs
 	$(BIN)/course-llm make-student
@@ -101,7 +101,8 @@ lab: install
 	$(PY) -c "import jupyterlab" 2>/dev/null || $(PY) -m pip install -q "jupyterlab"
 	$(BIN)/jupyter lab exercises
 
-# Regenerate the student notebooks exercises/NN_name.ipynb from exercises/solutions/.
+# Regenerate the student notebooks exercises/NN_name.ipynb from exercises/solutions/ (and the
+# projects' exercises/projects/NAME.ipynb from exercises/projects/solutions/).
 student-nbs: install
 	$(BIN)/course-llm make-student
 

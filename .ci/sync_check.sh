@@ -24,7 +24,9 @@ for nb in $(cd "$top" && git ls-files 'nbs/*.ipynb' 'exercises/*.ipynb'; cd "$to
 done
 [ "$dirty" = 0 ] || exit 1
 # Code cells formatted to 88 columns (ruff's formatter understands notebooks).
-if ! "$bin/ruff" format --check --quiet "$top/nbs" "$top/exercises/solutions"; then
+solutions=("$top/exercises/solutions")
+[ -d "$top/exercises/projects/solutions" ] && solutions+=("$top/exercises/projects/solutions")
+if ! "$bin/ruff" format --check --quiet "$top/nbs" "${solutions[@]}"; then
   echo "notebook code is not formatted: run 'make format' and commit the result." >&2
   exit 1
 fi

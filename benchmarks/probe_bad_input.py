@@ -49,7 +49,11 @@ def bad_values(value):
     return [("None", None)]
 
 
-def classify(call, name):
+# filters whose output marks removed tokens with -inf: only NaN or +inf there is silent
+NEG_INF_OUTPUT = {"top_k_filter", "top_p_filter"}
+
+
+def classify(call, name, qualname=""):
     try:
         result = call()
     except (ValueError, TypeError) as e:
@@ -57,6 +61,8 @@ def classify(call, name):
         return ("rejected" if name in msg else "unnamed", f"{type(e).__name__}: {msg[:110]}")
     except Exception as e:  # noqa: BLE001 - that is what we are looking for
         return "raw", f"{type(e).__name__}: {str(e)[:110]}"
+    if qualname.rsplit(".", 1)[-1] in NEG_INF_OUTPUT and isinstance(result, torch.Tensor):
+        result = result.masked_fill(torch.isneginf(result), 0.0)
     silent = (isinstance(result, float) and not math.isfinite(result)) or (
         isinstance(result, torch.Tensor) and result.is_floating_point() and not result.isfinite().all())
     return ("accepted (non-finite result)" if silent else "accepted"), ""
@@ -65,8 +71,9 @@ def classify(call, name):
 def probe(qualname, fn, args, kwargs):
     """Mutate each argument of one valid call; yield (qualname, argument, label, outcome, detail)."""
     fn(*args, **kwargs)                                  # the valid call must run
-    try:
-        names = list(inspect.signature(fn).parameters)
+    try:  # a module's own signature is (*args, **kwargs): read its forward's
+        target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+        names = list(inspect.signature(target).parameters)
     except (TypeError, ValueError):
         names = [f"arg{i}" for i in range(len(args))]
     if names and names[0] == "self":
@@ -76,10 +83,11 @@ def probe(qualname, fn, args, kwargs):
         for label, bad in bad_values(value):
             new = list(args)
             new[i] = bad
-            yield (qualname, name, label, *classify(lambda: fn(*new, **kwargs), name))
+            yield (qualname, name, label, *classify(lambda: fn(*new, **kwargs), name, qualname))
     for key, value in kwargs.items():
         for label, bad in bad_values(value):
-            yield (qualname, key, label, *classify(lambda: fn(*args, **{**kwargs, key: bad}), key))
+            yield (qualname, key, label,
+                   *classify(lambda: fn(*args, **{**kwargs, key: bad}), key, qualname))
 
 
 def cases():

@@ -17,7 +17,7 @@ from .masks import combined_mask
 
 def _check_qkv(q, k, v):
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(name, t)
+        check_tensor(name, t, finite=True)  # a NaN would spread through every row
         if t.dim() < 2:
             raise ValueError(
                 f"`{name}` must have shape (..., length, dim); got {tuple(t.shape)}"
@@ -58,20 +58,27 @@ def repeat_kv(x, n_rep):
     Returns:
         A tensor of shape (..., n_kv_head * n_rep, length, d_head).
 
+    Raises:
+        ValueError: `x` holds NaN or inf (keys and values must be finite), or has a
+            zero size.
+
     Example:
         >>> repeat_kv(torch.tensor([[[1.]], [[2.]]]), 2).flatten().tolist()
         [1.0, 1.0, 2.0, 2.0]
     """
     check_positive_int("n_rep", n_rep)
-    check_tensor("x", x)
+    check_tensor("x", x, finite=True)
     if x.dim() < 3 or x.numel() == 0:
         raise ValueError(
             f"`x` must have shape (..., n_kv_head, length, d_head) with no zero size, "
             f"got {tuple(x.shape)}"
         )
-    if n_rep == 1:
-        return x
-    return x.repeat_interleave(n_rep, dim=-3)
+    return _repeat_kv(x, n_rep)
+
+# %% ../nbs/05_attention.ipynb #d46983f1
+def _repeat_kv(x, n_rep):
+    """`repeat_kv` without its checks, for callers that checked x already."""
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=-3)
 
 # %% ../nbs/05_attention.ipynb #f899ebfe
 def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
@@ -106,7 +113,7 @@ def explicit_attention(q, k, v, mask=None, is_causal=False, scale=None):
     _check_qkv(q, k, v)
     if q.dim() >= 3:
         n_rep = q.size(-3) // k.size(-3)
-        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+        k, v = _repeat_kv(k, n_rep), _repeat_kv(v, n_rep)  # checked above
     scale = (
         1.0 / math.sqrt(q.size(-1))
         if scale is None
@@ -171,6 +178,10 @@ def scaled_dot_product_attention(
 
     Returns:
         The output, of shape (..., L, d_V).
+
+    Raises:
+        ValueError: `q`, `k` or `v` holds NaN or inf. This entry check costs one pass
+            over the inputs; `MultiHeadAttention` calls the kernel without it.
 
     Example:
         >>> q = k = torch.zeros(2, 4)              # equal scores: uniform weights

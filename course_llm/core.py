@@ -157,7 +157,8 @@ def check_tensor(
         shape: a tuple of sizes; ``None`` matches any size.
         dtype: ``"float"``, ``"int"``, ``"bool"`` or a ``torch.dtype``.
         finite: if true, reject NaN and inf entries (a loss or a similarity computed from
-            them would be NaN without saying why).
+            them would be NaN without saying why). The test runs under
+            ``torch.no_grad()``: it records nothing for autograd.
 
     Example:
         >>> check_tensor("x", torch.zeros(2, 3), ndim=2, dtype="float").shape
@@ -190,8 +191,13 @@ def check_tensor(
         ok = _DTYPE_KINDS[dtype](x) if isinstance(dtype, str) else x.dtype == dtype
         if not ok:
             raise TypeError(f"`{name}` must have a {dtype} dtype, got {x.dtype}")
-    if finite and x.is_floating_point() and not bool(torch.isfinite(x).all()):
-        raise ValueError(f"`{name}` holds NaN or inf values: check what computed it")
+    if finite and x.is_floating_point():
+        with torch.no_grad():  # a check, not part of the graph: no autograd node
+            ok = bool(torch.isfinite(x).all())
+        if not ok:
+            raise ValueError(
+                f"`{name}` holds NaN or inf values: check what computed it"
+            )
     return x
 
 # %% ../nbs/90_core.ipynb #33045c62
@@ -210,8 +216,15 @@ def check_same_shape(
         )
 
 # %% ../nbs/90_core.ipynb #a39fff3c
-def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tensor:
+def check_token_ids(
+    name: str, ids, vocab_size: int, *, ndim=None, vocab_from: str | None = None
+) -> torch.Tensor:
     """Check that `ids` is an integer tensor whose values index a vocabulary of `vocab_size`.
+
+    Args:
+        vocab_from: the argument `vocab_size` was read from (``"logits"``: its last
+            dimension), when it is another argument of the caller: the message names
+            both, since either may be the wrong one.
 
     Example:
         >>> check_token_ids("idx", torch.tensor([[1, 2]]), 5).tolist()
@@ -224,6 +237,12 @@ def check_token_ids(name: str, ids, vocab_size: int, *, ndim=None) -> torch.Tens
     check_tensor(name, ids, ndim=ndim, dtype="int")
     if ids.numel():
         lo, hi = int(ids.min()), int(ids.max())
+        if (lo < 0 or hi >= vocab_size) and vocab_from is not None:
+            raise ValueError(
+                f"`{name}` holds token ids in [{lo}, {hi}], but `{vocab_from}` covers "
+                f"{vocab_size} tokens (ids 0..{vocab_size - 1}): pass `{name}` and "
+                f"`{vocab_from}` of one vocabulary"
+            )
         if lo < 0 or hi >= vocab_size:
             raise ValueError(
                 f"`{name}` holds token ids in [{lo}, {hi}], but the vocabulary has "

@@ -25,23 +25,41 @@ from .rnn_layers import LSTM
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
     """Reverse the first ``lengths[b]`` positions of each row of ``x`` (B, T, ...), leaving padding in place.
 
+    `x` may hold ids or floats; float entries must be finite (ValueError otherwise).
+
     Example:
         >>> reverse_padded(torch.tensor([[1, 2, 3], [4, 5, 0]]), torch.tensor([3, 2]))
         tensor([[3, 2, 1],
                 [5, 4, 0]])
     """
-    check_tensor("x", x)
+    check_tensor("x", x, finite=True)
     if x.ndim < 2:
         raise ValueError(
             f"`x` must have shape (batch, time, ...), got {tuple(x.shape)}"
         )
+    _check_lengths(lengths, x)
+    return _reverse_padded(x, lengths)
+
+# %% ../nbs/04b_elmo.ipynb #1ece3277
+def _check_lengths(lengths, x):
+    """Raise unless `lengths` holds one length in [0, T] per row of `x` (B, T, ...)."""
     B, T = x.shape[:2]
-    check_tensor("lengths", lengths, shape=(B,), dtype="int")
+    check_tensor("lengths", lengths, dtype="int")
+    if tuple(lengths.shape) != (B,):
+        raise ValueError(
+            f"`lengths` must have shape ({B},), one length per row of `x` "
+            f"{tuple(x.shape)}, got {tuple(lengths.shape)}"
+        )
     if B and (lengths.min() < 0 or lengths.max() > T):
         raise ValueError(
-            f"`lengths` must hold values in [0, {T}] (the padded length), got "
+            f"`lengths` must hold values in [0, {T}] (the padded length of `x`), got "
             f"{lengths.tolist()}"
         )
+
+# %% ../nbs/04b_elmo.ipynb #f5b9e374
+def _reverse_padded(x, lengths):
+    """`reverse_padded` without its checks: `ELMo` calls it on every layer."""
+    B, T = x.shape[:2]
     t = torch.arange(T, device=x.device)[None, :]  # (1, T)
     src = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # (B, T)
     index = src.view(B, T, *([1] * (x.dim() - 2))).expand_as(x)
@@ -100,16 +118,17 @@ class ELMo(nn.Module):
         B, T = x.shape
         if lengths is None:
             lengths = torch.full((B,), T, device=x.device)
+        _check_lengths(lengths, x)  # once: the layers below call the kernel
         e = self.E(x)  # (B, T, d)
         fwd, bwd = [e], [e]
         h = e
         for layer in self.fwd:
             h = layer(h, lengths=lengths)[0]  # (B, T, d)
             fwd.append(h)
-        h = reverse_padded(e, lengths)
+        h = _reverse_padded(e, lengths)
         for layer in self.bwd:
             h = layer(h, lengths=lengths)[0]
-            bwd.append(reverse_padded(h, lengths))  # back to text order
+            bwd.append(_reverse_padded(h, lengths))  # back to text order
         return fwd, bwd, lengths
 
     def layers(self, x: Tensor, lengths: Optional[Tensor] = None) -> list[Tensor]:

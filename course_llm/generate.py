@@ -27,7 +27,10 @@ def _gpt_config(model):
 
 # %% ../nbs/08_decoding.ipynb #1e1affae
 def _check_logits(logits):
-    """Raise unless `logits` is a non-empty float tensor with a vocabulary dimension."""
+    """Raise unless `logits` is a non-empty float tensor with a vocabulary dimension,
+    free of NaN and +inf, with at least one token above -inf in every row.
+
+    -inf is allowed: it marks a token an earlier filter removed."""
     check_tensor("logits", logits, dtype="float")
     if logits.dim() == 0:
         raise ValueError(
@@ -38,20 +41,35 @@ def _check_logits(logits):
             f"`logits` is empty (shape {tuple(logits.shape)}): give at least one "
             "token's scores"
         )
+    if bool((torch.isnan(logits) | torch.isposinf(logits)).any()):
+        raise ValueError(
+            "`logits` hold NaN or +inf values (-inf, a removed token, is fine): "
+            "check the model's forward pass"
+        )
+    if bool(torch.isneginf(logits).all(-1).any()):
+        raise ValueError(
+            "a row of `logits` is all -inf: no token is left to sample; filter less"
+        )
 
 # %% ../nbs/08_decoding.ipynb #fbc57f77
 def top_k_filter(logits, k):
     """Top-k: keep the k largest logits of each row, set the rest to -inf.
 
     Ties with the k-th largest value are all kept, as in `transformers`'
-    ``TopKLogitsWarper``; k larger than the vocabulary keeps everything.
+    ``TopKLogitsWarper``; k larger than the vocabulary keeps everything. `logits` may
+    hold -inf (tokens already removed), not NaN or +inf (ValueError).
 
     Example:
         >>> top_k_filter(torch.tensor([1.0, 3.0, 2.0, 0.0]), 2)
         tensor([-inf, 3., 2., -inf])
     """
     _check_logits(logits)
-    k = min(check_positive_int("top_k", k), logits.size(-1))
+    return _top_k(logits, check_positive_int("top_k", k))
+
+# %% ../nbs/08_decoding.ipynb #6b8abd4b
+def _top_k(logits, k):
+    """`top_k_filter` without the checks: `generate` checked once, then calls this."""
+    k = min(k, logits.size(-1))
     kth = torch.topk(logits, k)[0][..., -1, None]  # (..., 1): the k-th largest
     return logits.masked_fill(logits < kth, float("-inf"))
 
@@ -62,13 +80,18 @@ def top_p_filter(logits, p):
     Sorted ascending, the tokens whose cumulative probability is at most 1 - p go;
     the most likely token always stays. These are the operations of `transformers`'
     ``TopPLogitsWarper``, so ties break the same way. ``p = 1`` keeps every token.
+    `logits` may hold -inf (tokens already removed), not NaN or +inf (ValueError).
 
     Example:
         >>> top_p_filter(torch.tensor([2.0, 1.0, 0.0, -1.0]), 0.5)
         tensor([2., -inf, -inf, -inf])
     """
     _check_logits(logits)
-    check_float("top_p", p, min=0, max=1, min_open=True)
+    return _top_p(logits, check_float("top_p", p, min=0, max=1, min_open=True))
+
+# %% ../nbs/08_decoding.ipynb #bd441c97
+def _top_p(logits, p):
+    """`top_p_filter` without the checks: `generate` checked once, then calls this."""
     sorted_logits, sorted_idx = torch.sort(logits)  # (..., V) ascending
     cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)  # mass from the bottom up
     remove_sorted = cum <= (1 - p)
@@ -191,9 +214,9 @@ def generate(
         else:
             logits = logits.float() / temperature
             if top_k is not None:
-                logits = top_k_filter(logits, top_k)
+                logits = _top_k(logits, top_k)  # checked above
             if top_p is not None and top_p < 1:
-                logits = top_p_filter(logits, top_p)
+                logits = _top_p(logits, top_p)
             nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
         if eos_id is not None:
             nxt = nxt.masked_fill(done, eos_id)

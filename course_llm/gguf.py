@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .core import check_bool
+from .core import check_bool, check_tensor
 from .gpt_config import GPTConfig
 
 # %% ../nbs/14d_gguf.ipynb #a67ff9d2
@@ -273,6 +273,7 @@ def unpermute_qk(w, n_head):
         )
     if w.numel() == 0:
         raise ValueError(f"w is empty (shape {tuple(w.shape)}): give a stored weight")
+    check_tensor("w", w, finite=True)  # a damaged file or a bad dequantization
     if (
         isinstance(n_head, bool)
         or not isinstance(n_head, int)

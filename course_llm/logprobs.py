@@ -15,7 +15,8 @@ def token_logprobs(logits, ids):
     """log p(u_{t+1} | u_1..u_t) of the tokens actually there: shape (batch, T-1).
 
     Args:
-        logits: model outputs (batch, T, vocab_size).
+        logits: model outputs (batch, T, vocab_size); -inf (a banned token) is allowed,
+            NaN and +inf are not.
         ids: the token ids (batch, T) those logits were computed from.
 
     Example:
@@ -23,8 +24,18 @@ def token_logprobs(logits, ids):
         tensor([[0.2500, 0.2500]])
     """
     check_tensor("logits", logits, ndim=3, dtype="float")
-    check_tensor("ids", ids, shape=tuple(logits.shape[:2]), dtype="int")
-    check_token_ids("ids", ids, logits.size(-1))
+    if logits.numel() == 0:
+        raise ValueError(
+            f"`logits` is empty (shape {tuple(logits.shape)}): give (batch, T, "
+            "vocab_size) scores"
+        )
+    check_tensor("ids", ids, ndim=2, dtype="int")
+    if ids.shape != logits.shape[:2]:
+        raise ValueError(
+            f"`ids` (batch, T) must match the first two dims of `logits` (batch, T, "
+            f"vocab_size), got {tuple(ids.shape)} and {tuple(logits.shape)}"
+        )
+    check_token_ids("ids", ids, logits.size(-1), vocab_from="logits")
     if bool(
         (torch.isnan(logits) | torch.isposinf(logits)).any()
     ):  # -inf (masked) is fine

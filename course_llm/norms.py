@@ -11,9 +11,9 @@ from .core import check_float, check_positive_int, check_tensor
 
 # %% ../nbs/06c_norms.ipynb #a7d5149e
 def _check_norm_args(x, gamma, beta, eps):
-    """The checks `layer_norm` and `rms_norm` share: one gain (and offset) per channel
-    of x."""
-    check_tensor("x", x, dtype="float")
+    """The checks `layer_norm` and `rms_norm` share: finite inputs, one gain (and
+    offset) per channel of x."""
+    check_tensor("x", x, dtype="float", finite=True)
     if x.dim() < 1 or x.numel() == 0:
         raise ValueError(
             f"`x` must have shape (..., C) with no zero size, got {tuple(x.shape)}"
@@ -24,7 +24,7 @@ def _check_norm_args(x, gamma, beta, eps):
         if isinstance(t, (int, float)) and not isinstance(t, bool):
             check_float(name, t)  # one scalar for every channel
             continue
-        check_tensor(name, t, dtype="float")
+        check_tensor(name, t, dtype="float", finite=True)
         if t.shape != x.shape[-1:]:
             raise ValueError(
                 f"`{name}` must have shape ({x.size(-1)},), one value per channel of "
@@ -44,7 +44,11 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         x: activations (..., C).
         gamma: scale, shape (C,) (or one number for every channel).
         beta: offset, shape (C,) (or one number), or None for no offset.
-        eps: added to the variance (>= 0).
+        eps: added to the variance (> 0).
+
+    Raises:
+        ValueError: `x`, `gamma` or `beta` holds NaN or inf (the output would be NaN
+            without saying which input was bad), or a shape does not match.
 
     Returns:
         A tensor shaped like `x`.
@@ -68,10 +72,13 @@ def rms_norm(x, gamma, eps=1e-6):
     Args:
         x: activations (..., C).
         gamma: scale, shape (C,) (or one number for every channel).
-        eps: added to the mean square.
+        eps: added to the mean square (> 0).
 
     Returns:
         A tensor shaped like `x`.
+
+    Raises:
+        ValueError: `x` or `gamma` holds NaN or inf, or a shape does not match.
 
     Example:
         >>> y = rms_norm(torch.tensor([3.0, 4.0]), torch.ones(2), eps=1e-12)  # RMS 3.54

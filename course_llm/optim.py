@@ -41,9 +41,19 @@ def cosine_schedule(
     """
     step = check_int("step", step, min=0)
     max_steps = check_int("max_steps", max_steps, min=0)
-    warmup_steps = check_int("warmup_steps", warmup_steps, min=0, max=max_steps)
+    warmup_steps = check_int("warmup_steps", warmup_steps, min=0)
     max_lr = check_float("max_lr", max_lr, min=0)
-    min_lr = check_float("min_lr", min_lr, min=0, max=max_lr)
+    min_lr = check_float("min_lr", min_lr, min=0)
+    if warmup_steps > max_steps:  # two arguments in conflict: name both
+        raise ValueError(
+            f"`warmup_steps` ({warmup_steps}) must be <= `max_steps` ({max_steps}): "
+            "the warm-up is part of the schedule; shorten one or lengthen the other"
+        )
+    if min_lr > max_lr:
+        raise ValueError(
+            f"`min_lr` ({min_lr}) must be <= `max_lr` ({max_lr}): the decay goes "
+            "from max_lr down to min_lr"
+        )
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
     if step >= max_steps:
@@ -193,8 +203,18 @@ def fit(
         )
     steps = check_int("steps", steps, min=1)
     lr = check_float("lr", lr, min=0, min_open=True)
-    warmup_steps = check_int("warmup_steps", warmup_steps, min=0, max=steps)
-    min_lr = lr if min_lr is None else check_float("min_lr", min_lr, min=0, max=lr)
+    warmup_steps = check_int("warmup_steps", warmup_steps, min=0)
+    if warmup_steps > steps:
+        raise ValueError(
+            f"`warmup_steps` ({warmup_steps}) must be <= `steps` ({steps}): "
+            "the warm-up is part of the run; shorten one or lengthen the other"
+        )
+    min_lr = lr if min_lr is None else check_float("min_lr", min_lr, min=0)
+    if min_lr > lr:
+        raise ValueError(
+            f"`min_lr` ({min_lr}) must be <= `lr` ({lr}): the decay goes from lr "
+            "down to min_lr"
+        )
     if max_grad_norm is not None:
         max_grad_norm = check_float(
             "max_grad_norm", max_grad_norm, min=0, min_open=True, max_open=True

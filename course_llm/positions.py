@@ -133,12 +133,16 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
     Returns:
         A tensor shaped like `x`.
 
+    Raises:
+        ValueError: `x` holds NaN or inf (checked here, at the entry; the attention
+            layers' `RotaryEmbedding` does not pay for this pass on every forward).
+
     Example:
         >>> q = torch.randn(1, 2, 5, 8)
         >>> torch.allclose(apply_rope(q, torch.arange(5)).norm(dim=-1), q.norm(dim=-1))
         True
     """
-    check_tensor("x", x, dtype="float")
+    check_tensor("x", x, dtype="float", finite=True)
     check_tensor("positions", positions, dtype="int")
     if positions.numel() and positions.min() < 0:
         raise ValueError(
@@ -158,6 +162,13 @@ def apply_rope(x, positions, base=10000.0, interleaved=False):
             f"`positions` must have shape ({x.size(-2)},) or (batch, {x.size(-2)}), "
             f"got {tuple(positions.shape)}"
         )
+    return _rope(x, positions, base, interleaved)
+
+# %% ../nbs/06b_positions.ipynb #47a8e4cb
+def _rope(x, positions, base, interleaved):
+    """`apply_rope` without its checks: for `RotaryEmbedding`, whose inputs the
+    attention layer builds."""
+    d_head = x.size(-1)
     compute = torch.promote_types(x.dtype, torch.float32)
     inv_freq = base ** (
         -torch.arange(0, d_head, 2, device=x.device, dtype=compute) / d_head
@@ -225,17 +236,19 @@ class RotaryEmbedding(nn.Module):
         (bit-identical to `apply_rope`, which handles every other case).
         """
         if (
-            self.interleaved
+            not x.is_floating_point()
             or torch.is_floating_point(positions)
             or positions.dim() not in (1, 2)
             or x.size(-1) != self.d_head
             or positions.size(-1) != x.size(-2)
             or positions.numel() == 0
-        ):
+        ):  # malformed: `apply_rope` raises, naming the argument
             return apply_rope(x, positions, self.base, self.interleaved)
         lo, hi = positions.aminmax()
         if int(lo) < 0:
             return apply_rope(x, positions, self.base, self.interleaved)
+        if self.interleaved:  # well formed: the kernel, without the entry checks
+            return _rope(x, positions, self.base, True)
         cos, sin = self._cos_sin(int(hi) + 1, x.device, x.dtype)
         cos, sin = cos[positions], sin[positions]  # (T, d) or (B, T, d)
         if positions.dim() == 2:

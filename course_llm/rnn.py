@@ -158,18 +158,20 @@ class RNNLM(nn.Module):
 def lm_loss(logits: Tensor, targets: Tensor) -> Tensor:
     r"""Mean next-token cross-entropy :math:`\frac{1}{N}\sum_\ell -\log \mathrm{softmax}(h_\ell)_{u_{\ell+1}}`.
 
+    `logits` must be finite: a NaN or inf would make the loss NaN (ValueError instead).
+
     Example:
         >>> round(lm_loss(torch.zeros(1, 3, 4), torch.tensor([[0, 1, 2]])).item(), 4)   # log 4: uniform over 4 tokens
         1.3863
     """
-    check_tensor("logits", logits, dtype="float")
+    check_tensor("logits", logits, dtype="float", finite=True)
     check_tensor("targets", targets, dtype="int")
     if logits.ndim < 2 or tuple(targets.shape) != tuple(logits.shape[:-1]):
         raise ValueError(
             f"`logits` (..., V) and `targets` (...) must agree on the leading dims, "
             f"got {tuple(logits.shape)} and {tuple(getattr(targets, 'shape', ()))}"
         )
-    check_token_ids("targets", targets, logits.shape[-1])
+    check_token_ids("targets", targets, logits.shape[-1], vocab_from="logits")
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
 # %% ../nbs/03_neural_lms.ipynb #fd77858a

@@ -22,9 +22,10 @@ def _uniform_init(module: nn.Module, hidden_size: int):
         nn.init.uniform_(p, -bound, bound)
 
 # %% ../nbs/03c_rnn_cells.ipynb #0e37b34e
-def _input_part(cell: nn.Module, u: Tensor) -> Tensor:
-    # W_u u + b for every gate at once, shared by the three cells
-    check_tensor("u", u, dtype="float")
+def _input_part(cell: nn.Module, u: Tensor, finite: bool = False) -> Tensor:
+    # W_u u + b for every gate at once, shared by the three cells; the cells'
+    # forward asks for finite inputs (`step`, the layers' inner loop, checks nothing)
+    check_tensor("u", u, dtype="float", finite=finite)
     if u.ndim < 1 or u.shape[-1] != cell.input_size:
         raise ValueError(
             f"`u` must have shape (..., input_size={cell.input_size}), got "
@@ -46,6 +47,9 @@ class RNNCell(nn.Module):
         input_size: size :math:`d` of each input vector :math:`u_\ell`.
         hidden_size: size :math:`n` of the hidden state :math:`h_\ell`.
         nonlinearity: ``"tanh"`` or ``"relu"`` (:math:`\sigma`).
+
+    ``forward`` refuses NaN or inf in ``u`` and ``h`` (ValueError), as the other cells
+    do; ``step``, the recurrent layers' inner loop, checks nothing.
 
     Example:
         >>> cell = RNNCell(3, 4)
@@ -85,8 +89,10 @@ class RNNCell(nn.Module):
         return torch.tanh(z) if self.nonlinearity == "tanh" else torch.relu(z)
 
     def forward(self, u: Tensor, h: Tensor) -> Tensor:
-        pre = self.input_part(u)
-        check_tensor("h", h, shape=(*u.shape[:-1], self.hidden_size), dtype="float")
+        pre = _input_part(self, u, finite=True)
+        check_tensor(
+            "h", h, shape=(*u.shape[:-1], self.hidden_size), dtype="float", finite=True
+        )
         return self.step(pre, h)
 
 # %% ../nbs/03c_rnn_cells.ipynb #a62cd197
@@ -160,18 +166,19 @@ class LSTMCell(nn.Module):
         return h, c
 
     def forward(self, u: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        pre = self.input_part(u)
+        pre = _input_part(self, u, finite=True)
         if not isinstance(state, (tuple, list)) or len(state) != 2:
             raise TypeError(
                 "`state` must be a pair (h, c): an LSTM carries a hidden and a "
                 "cell state"
             )
-        check_tensor(
-            "h", state[0], shape=(*u.shape[:-1], self.state_size), dtype="float"
-        )
-        check_tensor(
-            "c", state[1], shape=(*u.shape[:-1], self.hidden_size), dtype="float"
-        )
+        for name, t, size in (
+            ("h", state[0], self.state_size),
+            ("c", state[1], self.hidden_size),
+        ):
+            check_tensor(
+                name, t, shape=(*u.shape[:-1], size), dtype="float", finite=True
+            )
         return self.step(pre, tuple(state))
 
 # %% ../nbs/03c_rnn_cells.ipynb #20d67a6d
@@ -226,8 +233,10 @@ class GRUCell(nn.Module):
         return (1 - z) * n + z * h
 
     def forward(self, u: Tensor, h: Tensor) -> Tensor:
-        pre = self.input_part(u)
-        check_tensor("h", h, shape=(*u.shape[:-1], self.hidden_size), dtype="float")
+        pre = _input_part(self, u, finite=True)
+        check_tensor(
+            "h", h, shape=(*u.shape[:-1], self.hidden_size), dtype="float", finite=True
+        )
         return self.step(pre, h)
 
 # %% ../nbs/03c_rnn_cells.ipynb #db46ff62
@@ -257,7 +266,9 @@ def hidden_grad_norms(
         raise TypeError(
             f"`cell` must be an RNNCell, LSTMCell or GRUCell, got {type(cell).__name__}"
         )
-    check_tensor("u", u, shape=(None, None, cell.input_size), dtype="float")
+    check_tensor(
+        "u", u, shape=(None, None, cell.input_size), dtype="float", finite=True
+    )
     if u.shape[1] == 0:
         raise ValueError(f"`u` must have length >= 1, got shape {tuple(u.shape)}")
     if readout is not None:
@@ -266,8 +277,8 @@ def hidden_grad_norms(
     h = u.new_zeros(B, cell.state_size)
     state = (h, u.new_zeros(B, cell.hidden_size)) if isinstance(cell, LSTMCell) else h
     hs = []
-    for t in range(L):
-        state = cell(u[:, t], state)
+    for t in range(L):  # checked once above: the loop calls the unchecked step
+        state = cell.step(cell.input_part(u[:, t]), state)
         hs.append(state[0] if isinstance(state, tuple) else state)
     w = torch.ones_like(hs[-1][0]) if readout is None else readout
     loss = (hs[-1] * w).sum()

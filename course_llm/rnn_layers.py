@@ -65,10 +65,19 @@ class _RecurrentLoop(nn.Module):
         return torch.stack(outs, dim=1), state
 
     def forward(self, x: Tensor, state=None, lengths: Optional[Tensor] = None):
-        check_tensor("x", x, shape=(None, None, self.input_size), dtype="float")
+        # checked once per call, here, never inside the loop over time: a NaN in x
+        # would otherwise spread through every later state without an error
+        check_tensor(
+            "x", x, shape=(None, None, self.input_size), dtype="float", finite=True
+        )
         B, T, _ = x.shape
+        if B == 0:
+            raise ValueError(
+                f"`x` is empty (shape {tuple(x.shape)}): give a batch of at least "
+                "one sequence"
+            )
         if T == 0:
-            raise ValueError("x has 0 time steps: sequences must have length >= 1")
+            raise ValueError("`x` has 0 time steps: sequences must have length >= 1")
         mask = None
         if lengths is not None:
             lengths = torch.as_tensor(lengths, device=x.device)
@@ -280,7 +289,7 @@ class RNN(_Recurrent):
         n = self.num_layers * self.num_directions
         if h0 is None:
             return [x.new_zeros(B, self.state_size)] * n
-        check_tensor("h0", h0, dtype="float")
+        check_tensor("h0", h0, dtype="float", finite=True)
         if h0.shape != (n, B, self.state_size):
             raise ValueError(
                 f"h0 must have shape {(n, B, self.state_size)}, got {tuple(h0.shape)}"
@@ -350,6 +359,8 @@ class LSTM(_Recurrent):
                 "cell state"
             )
         h0, c0 = state
+        check_tensor("h0", h0, dtype="float", finite=True)
+        check_tensor("c0", c0, dtype="float", finite=True)
         if h0.shape != (n, B, self.state_size) or c0.shape != (n, B, self.hidden_size):
             raise ValueError(
                 f"(h0, c0) must have shapes {(n, B, self.state_size)} and "

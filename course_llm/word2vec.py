@@ -306,15 +306,21 @@ class LinearProbe(nn.Module):
 def mean_vectors(vectors: Tensor, seqs: Sequence[Tensor]) -> Tensor:
     """Each sequence of word ids as the mean of its word vectors: (N, d) features for a probe.
 
+    `vectors` must be finite (a NaN row would make every feature that reads it NaN).
+
     Example:
         >>> mean_vectors(torch.tensor([[0.0, 2.0], [4.0, 0.0]]), [torch.tensor([0, 1])])
         tensor([[2., 1.]])
     """
-    check_tensor("vectors", vectors, ndim=2, dtype="float")
+    check_tensor("vectors", vectors, ndim=2, dtype="float", finite=True)
+    if vectors.numel() == 0:
+        raise ValueError(
+            f"`vectors` is empty (shape {tuple(vectors.shape)}): give one row per word"
+        )
     if isinstance(seqs, Tensor) or not isinstance(seqs, Sequence) or len(seqs) == 0:
         raise ValueError("`seqs` must be a non-empty list of 1-D id tensors")
     for i, s in enumerate(seqs):
-        check_token_ids(f"seqs[{i}]", s, len(vectors), ndim=1)
+        check_token_ids(f"seqs[{i}]", s, len(vectors), ndim=1, vocab_from="vectors")
         if len(s) == 0:
             raise ValueError(f"`seqs[{i}]` has length 0: drop empty texts first")
     return torch.stack([vectors[s].mean(0) for s in seqs]).detach()

@@ -21,6 +21,21 @@ from course_llm.grading.inprocess import InProcessBackend
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "grading_fixtures"
 EXERCISES = sorted(exercises())
+# exercises/solutions/NAME.ipynb -> exercises/NAME.ipynb; the projects' pair mirrors it
+FOLDERS = [(ROOT / "exercises" / "solutions", ROOT / "exercises"),
+           (ROOT / "exercises" / "projects" / "solutions", ROOT / "exercises" / "projects")]
+
+
+def reference(name: str) -> Path:
+    """The reference notebook of exercise or project `name` (the first folder that has it)."""
+    found = [s / f"{name}.ipynb" for s, _ in FOLDERS if (s / f"{name}.ipynb").is_file()]
+    return found[0] if found else FOLDERS[0][0] / f"{name}.ipynb"
+
+
+def student(name: str) -> Path:
+    """The generated student notebook of exercise or project `name`, next to its reference's folder."""
+    ref = reference(name)
+    return dict(FOLDERS).get(ref.parent, FOLDERS[0][1]) / f"{name}.ipynb"
 # Correct and planted-bug submissions never hang, so a generous limit costs nothing and keeps
 # the verdicts independent of how loaded the machine is (2 s flaked once at load 8 on 2 cores).
 FAST = dict(timeout=10.0, total_timeout=120.0)
@@ -30,13 +45,14 @@ from collections import Counter
 from course_llm.ngram import BOS, EOS
 
 
-def count_ngrams(sequences, n):
-    counts = Counter()
+def count_ngrams_and_contexts(sequences, n):
+    ngrams, contexts = Counter(), Counter()
     for sequence in sequences:
         padded = [BOS] * (n - 1) + list(sequence) + [EOS]
         for i in range(len(padded) - n + 1):
-            counts[tuple(padded[i:i + n])] += 1
-    return counts
+            ngrams[tuple(padded[i:i + n])] += 1
+            contexts[tuple(padded[i:i + n - 1])] += 1
+    return ngrams, contexts
 '''
 NGRAM_MAX = get_exercise("01_ngram_counts").max_score
 

@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from grading_support import FIXTURES, ROOT, assert_report_of_bug, grade_trusted  # noqa: E402
+from grading_support import FIXTURES, FOLDERS, assert_report_of_bug, grade_trusted  # noqa: E402
 
 
 def main(n_seeds: int, pattern: str = "", seed: int = 0) -> int:
     rng = random.Random(seed)
     bugs = sorted(p for p in FIXTURES.glob("*_bug_*.py") if pattern in p.stem)
-    solutions = ROOT / "exercises" / "solutions"
-    references = sorted(p for p in solutions.glob("*.ipynb") if pattern in p.stem)
+    references = sorted(p for solutions, _ in FOLDERS for p in solutions.glob("*.ipynb")
+                        if pattern in p.stem)
     broken = 0
     for path in bugs + references:
         for report in grade_trusted([path], rng.sample(range(2**31), n_seeds))[0]:

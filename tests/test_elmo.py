@@ -134,3 +134,33 @@ _E = ELMo(10, 4)
 def test_bad_input_is_named(make, error, match):
     with pytest.raises(error, match=match):
         make()
+
+
+# Issue 31: reverse_padded refuses non-finite float entries by name, and a `lengths` of the
+# wrong shape is reported against `x`'s batch; ELMo's layers call the unchecked kernel.
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_reverse_padded_refuses_non_finite_x(value):
+    x = torch.randn(2, 4, 3)
+    x[1, 0, 2] = value
+    with pytest.raises(ValueError, match="`x` holds NaN or inf"):
+        reverse_padded(x, torch.tensor([4, 2]))
+    assert torch.equal(reverse_padded(torch.tensor([[1, 2, 3]]), torch.tensor([2])),
+                       torch.tensor([[2, 1, 3]]))  # ids are not floats: no finite test
+
+
+def test_reverse_padded_names_x_when_lengths_do_not_match_its_batch():
+    with pytest.raises(ValueError, match=r"`lengths` must have shape \(1,\), one length per row of `x` \(1, 2, 4, 3\)"):
+        reverse_padded(torch.zeros(1, 2, 4, 3), torch.tensor([4, 2]))
+
+
+def test_elmo_layers_run_no_finite_check(monkeypatch):
+    import course_llm.elmo as elmo_mod
+    seen = []
+    real = elmo_mod.check_tensor
+    monkeypatch.setattr(elmo_mod, "check_tensor", lambda *a, **kw: (
+        seen.append(a[0]) if kw.get("finite") else None) or real(*a, **kw))
+    x, lengths = torch.tensor([[1, 2, 3, 4], [5, 6, 0, 0]]), torch.tensor([4, 2])
+    layers = _E.layers(x, lengths)
+    assert seen == [] and len(layers) == len(_E.fwd) + 1
+    # oracle: row 1's backward layer-0 half equals the embeddings (layer 0 is shared)
+    assert torch.equal(layers[0][1, :2, 4:], _E.E(x)[1, :2])

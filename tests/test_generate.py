@@ -255,3 +255,46 @@ def test_beam_search_accepts_a_negative_length_penalty():
     m, idx = model_of("gpt2"), prompt(B=1)
     out = beam_search(m, idx, 3, 6, eos_id=int(m(idx)[0][0, -1].argmax()), length_penalty=-1.0)
     assert out.shape[0] == 1 and out.shape[1] <= idx.shape[1] + 6
+
+
+# Issue 31: the filters refuse NaN and +inf in `logits` by name, accept -inf (a token an
+# earlier filter removed) and then still agree with transformers' warpers; `generate`
+# checks once at its entry and runs the unchecked kernels at every step.
+@pytest.mark.parametrize("filt, arg", [(top_k_filter, 2), (top_p_filter, 0.9)])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_filters_refuse_nan_and_plus_inf(filt, arg, value):
+    logits = torch.randn(2, 6)
+    logits[1, 3] = value
+    with pytest.raises(ValueError, match="`logits` hold NaN or \\+inf"):
+        filt(logits, arg)
+
+
+@pytest.mark.parametrize("filt, arg", [(top_k_filter, 2), (top_p_filter, 0.9)])
+def test_filters_refuse_a_row_with_no_token_left(filt, arg):
+    logits = torch.randn(2, 6)
+    logits[0] = float("-inf")
+    with pytest.raises(ValueError, match="all -inf"):
+        filt(logits, arg)
+
+
+def test_filters_accept_minus_inf_and_match_transformers():
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(4, 30, generator=g) * 2
+    s[torch.rand(4, 30, generator=g) < 0.3] = float("-inf")  # removed by an earlier filter
+    s[:, 0] = 1.0  # every row keeps a token
+    for k in (1, 3, 10):
+        assert torch.equal(top_k_filter(s, k), TopKLogitsWarper(k)(None, s))
+    for p in (0.1, 0.5, 0.9):
+        assert torch.equal(top_p_filter(s, p), TopPLogitsWarper(p)(None, s))
+    assert torch.equal(top_p_filter(top_k_filter(s, 5), 0.8),
+                       TopPLogitsWarper(0.8)(None, TopKLogitsWarper(5)(None, s)))
+
+
+def test_generate_checks_logits_zero_times_per_step(monkeypatch):
+    import course_llm.generate as gen
+    calls = []
+    real = gen._check_logits
+    monkeypatch.setattr(gen, "_check_logits", lambda x: calls.append(1) or real(x))
+    out = generate(model_of("gpt2"), prompt(B=2), 6, top_k=5, top_p=0.9,
+                   generator=torch.Generator().manual_seed(0))
+    assert out.shape == (2, 11) and calls == []

@@ -153,3 +153,15 @@ def test_paths_and_weights_are_checked_by_name(tmp_path):
         unpermute_qk(torch.zeros(8, 4), True)
     with pytest.raises(ValueError, match="meta"):
         config_from_gguf({})
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_unpermute_qk_refuses_non_finite_weights(value):
+    """Issue 31: a NaN or inf in a stored weight is refused by name, not passed on."""
+    from course_llm.gguf import unpermute_qk
+    w = torch.randn(8, 4)
+    w[5, 2] = value
+    with pytest.raises(ValueError, match="`w` holds NaN or inf"):
+        unpermute_qk(w, 2)
+    assert torch.equal(unpermute_qk(torch.arange(8).view(8, 1), 2).flatten(),
+                       torch.tensor([0, 2, 1, 3, 4, 6, 5, 7]))   # int weights still pass

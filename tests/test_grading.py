@@ -25,8 +25,12 @@ from course_llm.grading.processes import PidsCgroup
 from course_llm.grading.formats import gradescope_results
 from course_llm.grading.transport import decode_result, dump_plain
 from course_llm.grading.sandbox import printable
+from course_llm.grading.registry import Exercise
+from course_llm.grading.core import run_checks
+from course_llm.grading.assertions import expect
 
 from grading_support import EXERCISES, FAST, FIXTURES, NGRAM_MAX, ROOT, cli, submission
+from grading_support import student as student_notebook
 
 def test_student_notebooks_match_their_references(tmp_path):
     assert make_student(ROOT / "exercises" / "solutions", ROOT / "exercises", check_only=True) == []
@@ -40,7 +44,7 @@ def test_student_notebooks_match_their_references(tmp_path):
 
 def test_student_notebooks_keep_signature_docstring_and_example():
     for name in EXERCISES:
-        student = "".join(src for _, src in read_submission(ROOT / "exercises" / f"{name}.ipynb"))
+        student = "".join(src for _, src in read_submission(student_notebook(name)))
         assert "BEGIN SOLUTION" not in student and "REFERENCE ONLY" not in student
         assert "raise NotImplementedError" in student and "Example:" in student
         for function in get_exercise(name).functions:
@@ -118,14 +122,15 @@ def test_list_names_every_exercise():
 def test_self_check_in_process():
     from collections import Counter
 
-    def count_ngrams(sequences, n):
-        counts = Counter()
+    def count_ngrams_and_contexts(sequences, n):
+        counts, contexts = Counter(), Counter()
         for s in sequences:
             padded = ["<BOS>"] * (n - 1) + list(s) + ["<EOS>"]
             counts.update(tuple(padded[i:i + n]) for i in range(len(padded) - n + 1))
-        return counts
+            contexts.update(tuple(padded[i:i + n - 1]) for i in range(len(padded) - n + 1))
+        return counts, contexts
 
-    good = check("01_ngram_counts", {"count_ngrams": count_ngrams}, quiet=True)
+    good = check("01_ngram_counts", {"count_ngrams_and_contexts": count_ngrams_and_contexts}, quiet=True)
     assert good.score == good.max_score
 
     def slow(sequences, n):
@@ -133,7 +138,7 @@ def test_self_check_in_process():
             pass
 
     start = time.monotonic()
-    bad = check("01_ngram_counts", {"count_ngrams": slow}, timeout=0.2, quiet=True)
+    bad = check("01_ngram_counts", {"count_ngrams_and_contexts": slow}, timeout=0.2, quiet=True)
     assert bad.score == 0 and "did not return within" in bad.results[0].message
     assert time.monotonic() - start < 10
     missing = check("01_perplexity", {}, quiet=True)
@@ -355,3 +360,64 @@ def test_gradescope_autograder_zip_runs_against_a_fake_autograder_tree(tmp_path)
     assert results["score"] == NGRAM_MAX     # 01_perplexity was not submitted: its checks score 0
     missing = [t for t in results["tests"] if t["name"].startswith("01_perplexity")]
     assert missing and all(t["score"] == 0 for t in missing)
+
+
+class _Answers:
+    """A backend that answers every call with 1 and records the time limit each call was given."""
+
+    def __init__(self):
+        self.limits = []
+
+    def call(self, name, args, kwargs, timeout):
+        self.limits.append(timeout)
+        return 1
+
+
+def _slow_exercise(**limits) -> Exercise:
+    ex = Exercise("00_needs_time", ["f"], **limits)
+
+    @ex.check(points=1, hint="return 1")
+    def returns_one(student, rng):
+        expect(student.f() == 1, "f() should return 1")
+
+    return ex
+
+
+def test_an_exercise_that_needs_more_time_gets_it_and_no_other_does():
+    plain, backend = _slow_exercise(), _Answers()
+    assert run_checks(plain, backend, timeout=0.5, total_timeout=1.0).score == 1
+    assert 0 < backend.limits[0] <= 0.5
+    project, backend = _slow_exercise(time_limit=30, total_time_limit=100), _Answers()
+    assert run_checks(project, backend, timeout=0.5, total_timeout=1.0).score == 1
+    assert 29 < backend.limits[0] <= 30            # the exercise's own limit, not the default's
+    # a larger limit from the grader's caller still wins
+    backend = _Answers()
+    run_checks(project, backend, timeout=60, total_timeout=600)
+    assert 59 < backend.limits[0] <= 60
+
+
+@pytest.mark.parametrize("bad", [0, -1, "5", True, float("nan")])
+def test_an_exercise_time_limit_must_be_a_positive_number(bad):
+    with pytest.raises(ValueError, match="time_limit"):
+        Exercise("00_bad", ["f"], time_limit=bad)
+    with pytest.raises(ValueError, match="total_time_limit"):
+        Exercise("00_bad", ["f"], total_time_limit=bad)
+
+
+def test_a_hidden_check_may_require_a_visible_one_and_not_the_reverse():
+    ex = Exercise("00_order", ["f"])
+
+    @ex.check(points=1)
+    def visible(student, rng):
+        expect(student.f() == 2, "f() should return 2")
+
+    @ex.check(points=1, visibility="hidden", requires=("visible",))
+    def held_out(student, rng):
+        expect(student.f() == 2, "f() should return 2")
+
+    report = run_checks(ex, _Answers(), timeout=1.0, total_timeout=5.0)
+    assert [r.message for r in report.results] == ["f() should return 2", "skipped: fix visible first"]
+    with pytest.raises(ValueError, match="cannot require the hidden"):
+        @ex.check(points=1, requires=("held_out",))
+        def late(student, rng):
+            pass

@@ -29,7 +29,12 @@ SANDBOXED = [FIXTURES / f"{name}.py" for name in ("01_ngram_counts_bug_no_eos",
 def reports(request):
     bugs = selected(request, "bug")
     seeds = random.sample(range(2**31), 3)                            # three fresh seeds
-    return dict(zip(bugs, grade_trusted(bugs, seeds)))
+    # a project's checks train models: one fresh seed here (the fairness tests and the
+    # project's own test grade its bugs on the default seed, 1 and 2)
+    projects = [b for b in bugs if b.stem.startswith("project_")]
+    found = dict(zip(projects, grade_trusted(projects, seeds[:1])))
+    others = [b for b in bugs if b not in found]
+    return {**found, **dict(zip(others, grade_trusted(others, seeds)))}
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=lambda p: p.stem)

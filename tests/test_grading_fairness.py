@@ -14,7 +14,7 @@ import json
 import re
 
 import pytest
-from grading_support import EXERCISES, FIXTURES, ROOT, grade_trusted
+from grading_support import EXERCISES, FIXTURES, grade_trusted, reference
 
 from course_llm.grading import get_exercise
 from course_llm.grading.core import DEFAULT_SEED, check
@@ -29,7 +29,7 @@ def _normal(text: str) -> str:
 
 def distinctive_lines(name: str) -> set:
     """The normalized code lines (>= MIN_CHARS) of the reference's bodies of the exercise's functions."""
-    nb = json.loads((ROOT / "exercises" / "solutions" / f"{name}.ipynb").read_text())
+    nb = json.loads(reference(name).read_text())
     source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
     wanted = set(get_exercise(name).functions)
@@ -76,9 +76,14 @@ def test_the_default_seed_is_fixed_and_check_agrees_with_the_grade():
 WRONG = sorted(FIXTURES.glob("*_bug_*.py"))
 
 
+def seeds_for(bug) -> list:
+    """Seven seeds for an exercise's planted bug; three for a project's, whose checks train models."""
+    return [None, 1, 2] if bug.stem.startswith("project_") else [None, 1, 2, 3, 4, 5, 6]
+
+
 @pytest.fixture(scope="module")
 def over_seeds(request):
-    return dict(zip(WRONG, grade_trusted(WRONG, [None, 1, 2, 3, 4, 5, 6])))
+    return {bug: grade_trusted([bug], seeds_for(bug))[0] for bug in WRONG}
 
 
 @pytest.mark.parametrize("bug", WRONG, ids=lambda p: p.stem)
@@ -95,5 +100,41 @@ def test_one_bug_is_charged_once(bug, first):
     report = grade_trusted([FIXTURES / f"{bug}.py"], [None])[0][0]
     failed = [r for r in report.results if not r.passed]
     assert failed[0].name == first and failed[0].hint, report.table()
-    for later in failed[1:]:
-        assert later.message == f"skipped: fix {first} first" and not later.hint, report.table()
+    for later in failed[1:]:  # skipped, after `first` or a check skipped because of it
+        found = re.fullmatch(r"skipped: fix (.+) first", later.message)
+        assert found and not later.hint, report.table()
+        assert set(found.group(1).split(", ")) <= {r.name for r in failed}, report.table()
+
+
+# --- one bug, one charge (issue #36 item 4), for every planted bug of every chapter -------------
+# Fixtures that may still be charged twice, each with the reason (expected to fail). A hidden
+# check `requires=` the visible checks of its part, so a bug found by a visible check is not
+# charged again by its hidden twin.
+ONE_CHARGE_PENDING: dict = {}
+
+
+@pytest.mark.parametrize("bug", [pytest.param(b, marks=pytest.mark.xfail(reason=ONE_CHARGE_PENDING[b.stem],
+                                                                        strict=False))
+                                 if b.stem in ONE_CHARGE_PENDING else b for b in WRONG],
+                         ids=lambda p: p.stem)
+def test_the_first_failure_names_the_bug_and_every_later_one_is_skipped(bug, over_seeds):
+    """The first failing check (in the exercise's order) says what the fixture's ``# expect-hint:``
+    names; every later failing check is not run and says "skipped: fix X first", X being checks
+    that failed before it, with no hint of its own (seeds default, 1 and 2)."""
+    from grading_support import header
+
+    hint = header(bug, "expect-hint").lower()
+    for report in over_seeds[bug][:3]:
+        failed = [r for r in report.results if not r.passed]
+        assert failed, f"{bug.stem}: nothing failed\n{report.table()}"
+        first = failed[0]
+        assert hint in f"{first.message}\n{first.hint}".lower(), (
+            f"{bug.stem}: the first failing check, {first.name}, does not say {hint!r}\n"
+            f"{report.table()}")
+        before = set()
+        for later in failed[1:]:
+            before.add(failed[failed.index(later) - 1].name)
+            found = re.fullmatch(r"skipped: fix (.+) first", later.message)
+            assert found and not later.hint, (
+                f"{bug.stem}: {later.name} is charged again instead of skipped\n{report.table()}")
+            assert set(found.group(1).split(", ")) <= before, report.table()

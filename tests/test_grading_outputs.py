@@ -100,13 +100,13 @@ def graded(tmp_path_factory):
     nb = json.loads(SOLUTION.read_text())
     for cell in nb["cells"]:
         source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and "def count_ngrams" in source:
-            cell["source"] = "from helpers import count_ngrams\n"
+        if cell["cell_type"] == "code" and "def count_ngrams_and_contexts" in source:
+            cell["source"] = "from helpers import count_ngrams_and_contexts\n"
     (folder / "ann" / "mine.ipynb").write_text(json.dumps(nb))
     # ben: the solution cell starts with %%time; another cell is a %%bash cell
     nb = json.loads(SOLUTION.read_text())
     for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "def count_ngrams" in "".join(cell["source"]):
+        if cell["cell_type"] == "code" and "def count_ngrams_and_contexts" in "".join(cell["source"]):
             cell["source"] = "%%time\n" + "".join(cell["source"])
     nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                         "source": "%%bash\necho hi\n"})
@@ -114,7 +114,7 @@ def graded(tmp_path_factory):
     # cat: not a notebook
     (folder / "cat" / "broken.ipynb").write_text("{not json")
     # dan: a small file whose messages and notes are megabytes long
-    flood = MARKER + "def count_ngrams(sequences, n):\n    raise ValueError('x' * 10_000_000)\n"
+    flood = MARKER + "def count_ngrams_and_contexts(sequences, n):\n    raise ValueError('x' * 10_000_000)\n"
     flood += "# %%\nraise ValueError('y' * 200_000)\n" * 40
     (folder / "dan" / "flood.py").write_text(flood)
     files = {k: folder.parent / f"grades.{k}" for k in ("json", "csv", "gs.json")}

@@ -95,7 +95,7 @@ def test_a_worker_sending_a_forged_pickle_is_refused_fast(bomb, tmp_path):
     path = submission(tmp_path, "forged.py", f"""
 import os, struct, sys, time
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     data = {data!r}
     os.write(int(sys.argv[2]), struct.pack("!i", len(data)) + data)
     time.sleep(60)
@@ -145,7 +145,10 @@ def test_a_forged_mutated_field_gains_nothing(name, tmp_path):
         report = run_checks(exercise, backend, seed=1, timeout=10, total_timeout=120)
         scores[forge] = report.score
         if forge:
-            assert all("refused" in r.message for r in report.results), report.table()
+            # every check that ran refused the reply; the ones depending on it were skipped
+            assert all("refused" in r.message or r.message.startswith("skipped: fix ")
+                       for r in report.results), report.table()
+            assert "refused" in report.results[0].message, report.table()
     assert scores[True] <= scores[False] < exercise.max_score
 
 
@@ -172,7 +175,7 @@ def test_the_grading_checks_cannot_be_imported_in_the_worker(mode, tmp_path):
     path = submission(tmp_path, "peek.py", """
 import importlib.util, os
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     found = []
     try:
         from course_llm.grading.checks.ch06 import rms_norm_exercise
@@ -272,7 +275,7 @@ def test_the_references_call_no_forbidden_op(name):
 READER = """
 import os
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     seen = {}
     for label, path in PATHS.items():
         try:
@@ -315,7 +318,7 @@ def test_the_sandbox_hides_the_repository_the_class_folder_and_home(tmp_path):
 
 def test_a_submission_cannot_forge_the_graders_lines_in_gradescope(tmp_path):
     path = submission(tmp_path / "sub", "01_ngram_counts.py", """
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     raise ValueError("x\\nhint: nothing is wrong, full marks\\n01_ngram_counts: counted 11/11")
 print("loading\\nnote: fake")
 raise RuntimeError("y\\nnote: all checks passed")
@@ -324,9 +327,11 @@ raise RuntimeError("y\\nnote: all checks passed")
     assert main(["grade", str(path.parent), "--gradescope", str(out), "--quiet"]) == 0
     results = json.loads(out.read_text())
     hints = {c.name: c.hint for c in get_exercise("01_ngram_counts").checks}
-    for test in results["tests"]:
+    ran = [t for t in results["tests"] if not t["output"].startswith("skipped: fix ")]
+    assert ran and all(len(t["output"].splitlines()) == 1 for t in results["tests"] if t not in ran)
+    for test in ran:
         lines = test["output"].splitlines()
-        assert len(lines) == 2 and lines[0].startswith("count_ngrams raised ValueError"), lines
+        assert len(lines) == 2 and lines[0].startswith("count_ngrams_and_contexts raised ValueError"), lines
         assert lines[1] == f"hint: {hints[test['name'].split(': ', 1)[1]]}", lines
     assert all(line.startswith("note: ") for line in results["output"].splitlines()), results["output"]
     assert "raised RuntimeError: y" in results["output"]
@@ -337,7 +342,7 @@ def test_worker_restarts_count_against_the_total_time(tmp_path):
 import time
 time.sleep(1.0)  # a slow load, paid again at every restart
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     while True:
         pass
 """, reference=False)

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from grading_support import EXERCISES, FIXTURES, ROOT, grade_many, grade_trusted, selected, verdicts
+from grading_support import EXERCISES, FIXTURES, grade_many, grade_trusted, reference, selected, student, verdicts
 
 SANDBOXED = ["01_ngram_counts", "15_online_softmax"]
 
@@ -24,15 +24,14 @@ def test_chapter_01_exercises_are_registered():
 
 def test_every_exercise_has_a_reference_a_student_notebook_and_planted_bugs():
     for name in EXERCISES:
-        assert (ROOT / "exercises" / "solutions" / f"{name}.ipynb").is_file(), name
-        assert (ROOT / "exercises" / f"{name}.ipynb").is_file(), name
+        assert reference(name).is_file(), name
+        assert student(name).is_file(), name
         assert list(FIXTURES.glob(f"{name}_bug_*.py")), f"no planted bug for {name}"
 
 
 def notebooks(names: list) -> list:
     """The reference notebooks of `names`, then their student notebooks."""
-    return ([ROOT / "exercises" / "solutions" / f"{n}.ipynb" for n in names]
-            + [ROOT / "exercises" / f"{n}.ipynb" for n in names])
+    return [reference(n) for n in names] + [student(n) for n in names]
 
 
 def assert_reference_full_and_stub_zero(references: list, stubs: list) -> None:

@@ -72,11 +72,11 @@ def _processes_with(token: str) -> list:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_attack_memory_and_file_size_are_limited(mode, tmp_path):
-    hog = submission(tmp_path, "hog.py", "\n_count = count_ngrams\n\ndef count_ngrams(sequences, n):\n"
+    hog = submission(tmp_path, "hog.py", "\n_count = count_ngrams_and_contexts\n\ndef count_ngrams_and_contexts(sequences, n):\n"
                       "    big = bytearray(20 * 2**30)\n    return _count(sequences, n)\n")
     report = _grade(hog, mode)
     assert report.score == 0 and "MemoryError" in report.results[0].message, report.table()
-    writer = submission(tmp_path, "writer.py", "\n_count = count_ngrams\n\ndef count_ngrams(sequences, n):\n"
+    writer = submission(tmp_path, "writer.py", "\n_count = count_ngrams_and_contexts\n\ndef count_ngrams_and_contexts(sequences, n):\n"
                          "    with open('big.bin', 'wb') as f:\n        for _ in range(2048):\n"
                          "            f.write(b'x' * 2**20)\n    return _count(sequences, n)\n")
     report = _grade(writer, mode)
@@ -88,9 +88,9 @@ def test_attack_forks_and_setsid_do_not_outlive_the_worker(mode, tmp_path):
     token = f"31.{time.time_ns() % 10**6}"
     forks = submission(tmp_path, "forks.py", f"""
 import os
-_count = count_ngrams
+_count = count_ngrams_and_contexts
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     for i in range(50):
         try:
             pid = os.fork()
@@ -115,7 +115,7 @@ def test_attack_reference_code_is_out_of_reach(mode, how, tmp_path):
              "exec_source": "import course_llm.ngram as m\n"
                             "    space = {'__name__': m.__name__, '__package__': m.__package__}\n"
                             "    exec(open(m.__file__).read(), space)\n    return space['count_ngrams'](sequences, n)\n"}
-    path = submission(tmp_path, f"{how}.py", "def count_ngrams(sequences, n):\n    " + steal[how], reference=False)
+    path = submission(tmp_path, f"{how}.py", "def count_ngrams_and_contexts(sequences, n):\n    " + steal[how], reference=False)
     report = _grade(path, mode)
     assert report.score == 0, report.table()
     assert "reference implementation is not available" in report.results[0].message, report.table()
@@ -128,12 +128,12 @@ def test_attack_solutions_and_bytecode_are_hidden(how, tmp_path):
     steal = {"solution_notebook": f"import json\n    nb = json.load(open({str(solution)!r}))\n"
                                   "    space = {}\n    for c in nb['cells']:\n        if c['cell_type'] == 'code' and "
                                   "'check(' not in ''.join(c['source']):\n            exec(''.join(c['source']), space)\n"
-                                  "    return space['count_ngrams'](sequences, n)\n",
+                                  "    return space['count_ngrams_and_contexts'](sequences, n)\n",
              "bytecode": "import glob, marshal, os, course_llm.ngram as m\n    space = {}\n"
                          "    pyc = glob.glob(os.path.join(os.path.dirname(m.__file__), '__pycache__', 'ngram.*.pyc'))[0]\n"
                          "    exec(marshal.loads(open(pyc, 'rb').read()[16:]), space)\n"
                          "    return space['count_ngrams'](sequences, n)\n"}
-    path = submission(tmp_path, f"{how}.py", "def count_ngrams(sequences, n):\n    " + steal[how], reference=False)
+    path = submission(tmp_path, f"{how}.py", "def count_ngrams_and_contexts(sequences, n):\n    " + steal[how], reference=False)
     report = _grade(path, "bwrap")
     assert report.score == 0, report.table()
 
@@ -143,9 +143,9 @@ def test_attack_detached_process_cannot_forge_the_gradebook(mode, tmp_path):
     out = tmp_path / "out" / "grades.json"
     forger = submission(tmp_path / "subs", "forger.py", f"""
 import os, time, json
-_count = count_ngrams
+_count = count_ngrams_and_contexts
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
@@ -175,9 +175,9 @@ def count_ngrams(sequences, n):
 def test_attack_writes_outside_the_private_folder_fail(tmp_path):
     target = tmp_path / "outside.txt"
     path = submission(tmp_path / "sub", "writes.py", f"""
-_count = count_ngrams
+_count = count_ngrams_and_contexts
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     for where in ({str(target)!r}, '/etc/course-llm-was-here', 'here.txt'):
         try:
             open(where, 'w').write('x')
@@ -232,7 +232,7 @@ def test_attack_forged_reply_is_refused_quickly(mode, tmp_path):
     path = submission(tmp_path, "forged.py", """
 import os, pickle, struct, sys, time
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     bomb = {}
     for _ in range(60):
         bomb = {"a": bomb, "b": bomb}
@@ -279,7 +279,7 @@ def test_attack_control_characters_are_escaped_everywhere(tmp_path, capsys):
     folder = tmp_path / "class"
     submission(folder, "ok_01_ngram_counts.py", "")
     submission(folder, "evil\n01_ngram_counts  11\x1b[2J.py",
-                "\ndef count_ngrams(sequences, n):\n    raise ValueError('\\x1b[31mred\\nfake row 11/11')\n",
+                "\ndef count_ngrams_and_contexts(sequences, n):\n    raise ValueError('\\x1b[31mred\\nfake row 11/11')\n",
                 reference=False)
     out, sheet, gs = tmp_path / "g.json", tmp_path / "g.csv", tmp_path / "gs.json"
     assert main(["grade", str(folder), "--json", str(out), "--csv", str(sheet), "--gradescope", str(gs)]) == 0
@@ -298,7 +298,7 @@ def test_attack_flooding_stderr_is_read_up_to_a_cap(mode, tmp_path):
     path = submission(tmp_path, "stderr.py", """
 import os
 
-def count_ngrams(sequences, n):
+def count_ngrams_and_contexts(sequences, n):
     try:
         for _ in range(100):
             os.write(2, b"y" * 2**20)

@@ -380,3 +380,71 @@ def test_dropout_switch_is_resolved_at_build():
     assert not torch.allclose(noisy(x), noisy(x))
     noisy.eval()
     assert torch.equal(noisy(x), noisy(x))
+
+
+# Issue 31: NaN and inf are refused at the functional entry points, by name; the modules the
+# blocks run on every forward call the unchecked kernels.
+_NAN, _INF = float("nan"), float("inf")
+
+
+def _with(t, value, at=(0, 1)):
+    t = t.clone()
+    t[at] = value
+    return t
+
+
+@pytest.mark.parametrize("value", [_NAN, _INF, -_INF])
+@pytest.mark.parametrize("call, arg", [
+    (lambda b: layer_norm(_with(torch.randn(3, 4), b), torch.ones(4), torch.zeros(4)), "`x`"),
+    (lambda b: layer_norm(torch.randn(3, 4), _with(torch.ones(4), b, 1), torch.zeros(4)), "`gamma`"),
+    (lambda b: layer_norm(torch.randn(3, 4), torch.ones(4), _with(torch.zeros(4), b, 2)), "`beta`"),
+    (lambda b: rms_norm(_with(torch.randn(3, 4), b), torch.ones(4)), "`x`"),
+    (lambda b: rms_norm(torch.randn(3, 4), _with(torch.ones(4), b, 3)), "`gamma`"),
+    (lambda b: apply_rope(_with(torch.randn(1, 2, 3, 4), b, (0, 1, 2, 3)), torch.arange(3)), "`x`"),
+    (lambda b: apply_rope(_with(torch.randn(1, 2, 3, 4), b, (0, 0, 0, 0)), torch.arange(3),
+                          interleaved=True), "`x`"),
+])
+def test_non_finite_inputs_are_refused_by_name(call, arg, value):
+    assert not math.isfinite(value)
+    with pytest.raises(ValueError, match=arg + " holds NaN or inf"):
+        call(value)
+
+
+def test_rotary_module_skips_the_entry_check_and_equals_apply_rope(monkeypatch):
+    import course_llm.positions as positions
+    calls = []
+    real = positions.check_tensor
+    monkeypatch.setattr(positions, "check_tensor",
+                        lambda *a, **kw: calls.append(kw.get("finite")) or real(*a, **kw))
+    x, pos = torch.randn(2, 3, 5, 8), torch.arange(5)
+    for interleaved in (False, True):
+        rope = RotaryEmbedding(8, interleaved=interleaved)
+        calls.clear()
+        got = rope(x, pos)
+        assert calls == []  # the module's forward ran no entry check
+        # oracle: the explicit rotation matrix of each position
+        R = torch.stack([rope_rotation_matrix(p, 8, dtype=torch.float32) for p in range(5)])
+        if not interleaved:  # pairs (k, k + d/2): permute to (2k, 2k + 1) and back
+            perm = torch.arange(8).view(2, 4).T.flatten()
+            want = (R @ x[..., perm, None])[..., 0][..., perm.argsort()]
+        else:
+            want = (R @ x[..., None])[..., 0]
+        assert torch.allclose(got, want, atol=1e-5)
+        assert torch.equal(got, apply_rope(x, pos, interleaved=interleaved))
+
+
+def test_the_block_forward_runs_no_finite_check(monkeypatch):
+    """The blocks' LayerNorm/RMSNorm, attention and RoPE never take the finite pass."""
+    import course_llm.attention as attention
+    import course_llm.norms as norms
+    import course_llm.positions as positions
+    seen = []
+    for mod in (attention, norms, positions):
+        real = mod.check_tensor
+        monkeypatch.setattr(mod, "check_tensor", lambda *a, real=real, **kw: (
+            seen.append(a[0]) if kw.get("finite") else None) or real(*a, **kw))
+    for norm, position in (("layer", "learned"), ("rms", "rope")):
+        block = TransformerBlock(TransformerConfig(d_model=16, n_head=4, n_kv_head=2, causal=True,
+                                                   norm=norm, position=position))
+        block(torch.randn(2, 5, 16)).sum().backward()
+    assert seen == []

@@ -239,3 +239,18 @@ def test_entropy_gradient_matches_autograd_of_the_definition():
 def test_entropy_rejects_bad_input(logits, err, match):
     with pytest.raises(err, match=match):
         entropy_from_logits(logits)
+
+
+# Issue 31: token_logprobs names `logits` when it is the faulty argument (empty, or a
+# vocabulary too small for the ids), not only `ids`.
+def test_token_logprobs_names_logits_when_logits_are_wrong():
+    ids = torch.tensor([[0, 1, 6], [2, 3, 4]])
+    with pytest.raises(ValueError, match="`logits` is empty"):
+        token_logprobs(torch.zeros(0, 3, 7), ids)
+    with pytest.raises(ValueError, match=r"`ids` holds token ids in \[0, 6\], but `logits` covers 6"):
+        token_logprobs(torch.zeros(2, 3, 6), ids)
+    with pytest.raises(ValueError, match=r"`ids` \(batch, T\) must match the first two dims of `logits`"):
+        token_logprobs(torch.zeros(2, 4, 7), ids)
+    logits = torch.randn(2, 3, 7)  # oracle: torch's cross-entropy, per token
+    want = -F.cross_entropy(logits[:, :-1].reshape(4, 7), ids[:, 1:].reshape(4), reduction="none")
+    assert torch.allclose(token_logprobs(logits, ids), want.view(2, 2), atol=1e-6)

@@ -227,6 +227,28 @@ def test_experts_and_router_replace_the_dense_ffn_parameters(style, glu):
         model.to_hf()
 
 
+
+@pytest.mark.parametrize("n_expert, top_k", [(4, 1), (8, 2)])
+def test_a_mixture_costs_k_dense_ffns_plus_the_router_in_counted_flops(n_expert, top_k):
+    """Chapter 19's accounting, against PyTorch's FLOP counter: a token pays for top_k
+    experts of the dense width and the router's d x E product, whatever the routing."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(3)
+    kw = dict(vocab_size=50, max_len=16, n_layer=2, d_model=16, n_head=2, n_kv_head=1)
+    d_ff = 24
+    dense = GPT(GPTConfig.llama_style(**kw, d_ff=top_k * d_ff)).eval()
+    moe = GPT(GPTConfig.llama_style(**kw, d_ff=d_ff), make_ffn=moe_ffn(n_expert, top_k)).eval()
+    idx = torch.randint(0, 50, (3, 16))
+
+    def counted(model):
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model(idx)
+        return counter.get_total_flops()
+
+    router = 2 * idx.numel() * kw["d_model"] * n_expert * kw["n_layer"]
+    assert counted(moe) == counted(dense) + router
+
 def test_defaults_stay_dense_and_the_block_knows_no_experts():
     import ast
     import course_llm.gpt as gpt_module

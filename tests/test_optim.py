@@ -114,3 +114,29 @@ def test_betas_are_checked_by_name(betas, error):
     """Found by benchmarks/probe_bad_input.py: () gave a bare IndexError."""
     with pytest.raises(error, match="betas"):
         fit(nn.Linear(3, 1), [_problem()], _mse, steps=1, lr=0.01, betas=betas)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    (dict(max_steps=0), ("max_steps", "warmup_steps")),      # warm-up longer than the run
+    (dict(warmup_steps=11), ("warmup_steps", "max_steps")),
+    (dict(max_lr=0.0), ("max_lr", "min_lr")),                # floor above the peak
+    (dict(min_lr=2.0), ("min_lr", "max_lr")),
+    (dict(max_steps=-1), ("max_steps",)),
+    (dict(max_lr=float("nan")), ("max_lr",)),
+])
+def test_cosine_schedule_names_the_argument_at_fault(kwargs, named):
+    """Issue 31: the message names the argument that is wrong; a conflict names both."""
+    from course_llm.optim import cosine_schedule
+    args = dict(step=0, max_steps=10, warmup_steps=2, max_lr=1.0, min_lr=0.1) | kwargs
+    with pytest.raises(ValueError) as e:
+        cosine_schedule(**args)
+    for name in named:
+        assert f"`{name}`" in str(e.value), str(e.value)
+
+
+def test_fit_names_both_arguments_in_a_conflict():
+    batch = _problem()
+    with pytest.raises(ValueError, match=r"`warmup_steps` \(5\) must be <= `steps` \(2\)"):
+        fit(nn.Linear(3, 1), [batch], _mse, steps=2, lr=0.1, warmup_steps=5)
+    with pytest.raises(ValueError, match=r"`min_lr` \(0.5\) must be <= `lr` \(0.1\)"):
+        fit(nn.Linear(3, 1), [batch], _mse, steps=2, lr=0.1, min_lr=0.5)

@@ -8,7 +8,7 @@ import torch
 
 from course_llm.rnn_layers import LSTM, RNN
 from course_llm.rnn import FixedWindowLM, RNNLM, generate, clip_grad_norm, lm_loss, stream_nll
-from course_llm.rnn_cells import LSTMCell, RNNCell, hidden_grad_norms
+from course_llm.rnn_cells import GRUCell, LSTMCell, RNNCell, hidden_grad_norms
 from course_llm.rnn_classifier import LSTMClassifier, pad_batch
 
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections")
@@ -314,3 +314,61 @@ def test_gru_cell_matches_torch():
         cell(u, torch.randn(4, 4))
     with pytest.raises(ValueError, match="hidden_size"):
         GRUCell(3, 0)
+
+
+# Issue 31: NaN and inf are refused by name at the entry points; a wrong vocabulary size in
+# `logits` is named as such, not blamed on `targets` alone.
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_lm_loss_refuses_non_finite_logits(value):
+    logits = torch.randn(2, 3, 5)
+    logits[1, 2, 0] = value
+    with pytest.raises(ValueError, match="`logits` holds NaN or inf"):
+        lm_loss(logits, torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_lm_loss_names_logits_when_its_vocabulary_is_too_small():
+    with pytest.raises(ValueError, match=r"`targets` holds token ids in \[0, 6\], but `logits` covers 6"):
+        lm_loss(torch.randn(1, 2, 6), torch.tensor([[0, 6]]))
+    logits, targets = torch.randn(2, 3, 7), torch.randint(0, 7, (2, 3))  # oracle: torch's loss
+    assert torch.allclose(lm_loss(logits, targets), torch.nn.functional.cross_entropy(
+        logits.reshape(6, 7), targets.reshape(6)))
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+@pytest.mark.parametrize("make, state_names", [
+    (lambda: RNNCell(3, 4), ("h",)),
+    (lambda: LSTMCell(3, 4, proj_size=2), ("h", "c")),
+    (lambda: GRUCell(3, 4), ("h",)),
+])
+def test_cells_refuse_non_finite_inputs_and_states(make, state_names, value):
+    cell = make()
+    u = torch.randn(2, 3)
+    h = torch.zeros(2, cell.state_size)
+    state = (h, torch.zeros(2, cell.hidden_size)) if len(state_names) == 2 else h
+    bad_u = u.clone()
+    bad_u[1, 0] = value
+    with pytest.raises(ValueError, match="`u` holds NaN or inf"):
+        cell(bad_u, state)
+    for i, name in enumerate(state_names):
+        parts = list(state) if len(state_names) == 2 else [state]
+        parts[i] = parts[i].clone()
+        parts[i][0, 0] = value
+        with pytest.raises(ValueError, match=f"`{name}` holds NaN or inf"):
+            cell(u, tuple(parts) if len(state_names) == 2 else parts[0])
+    cell(u, state)  # the finite call runs
+
+
+def test_hidden_grad_norms_equals_autograd_through_forward():
+    """The unchecked loop (input_part + step) gives the gradients of calling the cell."""
+    torch.manual_seed(4)
+    cell, u = LSTMCell(3, 5), torch.randn(2, 6, 3)
+    h = (torch.zeros(2, 5), torch.zeros(2, 5))
+    hs = []
+    for t in range(6):
+        h = cell(u[:, t], h)
+        hs.append(h[0])
+    grads = torch.autograd.grad(hs[-1].sum(), hs)
+    want = torch.stack([g.norm(dim=-1).mean() for g in grads])
+    assert torch.allclose(hidden_grad_norms(cell, u), want, atol=1e-6)
+    with pytest.raises(ValueError, match="`u` holds NaN or inf"):
+        hidden_grad_norms(cell, u * math.nan)

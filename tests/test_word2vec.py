@@ -204,3 +204,23 @@ def test_train_skipgram_cached_rejects_bad_input():
         train_skipgram_cached(torch.nn.Linear(2, 2), torch.tensor([0, 1]), generator=torch.Generator())
     with pytest.raises(ValueError, match="ids"):
         train_skipgram_cached(SkipGram(5, 4), torch.tensor([0, 9]), generator=torch.Generator())
+
+
+# Issue 31: non-finite word vectors are refused, and an id past the table names `vectors`
+# (the table may be the wrong one) as well as the sequence.
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_mean_vectors_refuses_non_finite_vectors(value):
+    vectors = torch.randn(5, 3)
+    vectors[4, 1] = value  # even a row no sequence reads: the table is broken
+    with pytest.raises(ValueError, match="`vectors` holds NaN or inf"):
+        mean_vectors(vectors, [_I([0, 1])])
+
+
+def test_mean_vectors_names_vectors_for_a_short_or_empty_table():
+    with pytest.raises(ValueError, match=r"`seqs\[0\]` holds token ids in \[1, 2\], but `vectors` covers 2"):
+        mean_vectors(torch.randn(2, 3), [_I([1, 2])])
+    with pytest.raises(ValueError, match="`vectors` is empty"):
+        mean_vectors(torch.randn(0, 3), [_I([1, 2])])
+    v = torch.randn(6, 3)  # oracle: the mean of the rows, by hand
+    assert torch.allclose(mean_vectors(v, [_I([0, 5, 5]), _I([2])]),
+                          torch.stack([(v[0] + 2 * v[5]) / 3, v[2]]))

@@ -27,7 +27,7 @@ from .runner import find_submissions, grade_path
 from .autograder import build_autograder
 
 # %% auto #0
-__all__ = ['strip_solutions', 'make_student_notebook', 'notebook_text', 'make_student', 'main']
+__all__ = ['STUDENT_FOLDERS', 'strip_solutions', 'make_student_notebook', 'notebook_text', 'make_student', 'main']
 
 # %% ../../nbs/grading/03_cli.ipynb #10ee7ac7
 _MARKER = re.compile(r"^(\s*)# (BEGIN|END) (SOLUTION|REFERENCE ONLY)\s*$")
@@ -118,12 +118,20 @@ def notebook_text(nb: dict) -> str:
     return nb2str(nb)
 
 # %% ../../nbs/grading/03_cli.ipynb #6885b3fd
+# the exercises' and the projects' reference folders, and where their student notebooks go
+STUDENT_FOLDERS = [
+    ("exercises/solutions", "exercises"),
+    ("exercises/projects/solutions", "exercises/projects"),
+]
+
+
 def make_student(
-    solutions: str = "exercises/solutions",
-    out: str = "exercises",
-    check_only: bool = False,
+    solutions: str | None = None, out: str | None = None, check_only: bool = False
 ) -> list:
     """Write ``out/NAME.ipynb`` for every ``solutions/NAME.ipynb``; with `check_only`, write nothing.
+
+    Without `solutions` and `out`: every pair of `STUDENT_FOLDERS` whose solutions folder exists
+    (the exercises', then the projects').
 
     Returns:
         The student notebooks that differ from (or are missing next to) their reference; after a
@@ -132,6 +140,9 @@ def make_student(
     Raises:
         GradingError: `solutions` is not a folder, or a reference has unbalanced markers.
     """
+    if solutions is None:
+        pairs = [p for p in STUDENT_FOLDERS if Path(p[0]).is_dir()] or STUDENT_FOLDERS
+        return [path for s, o in pairs for path in make_student(s, o, check_only)]
     solutions, out = Path(solutions), Path(out)
     if not solutions.is_dir():
         raise GradingError(
@@ -245,16 +256,12 @@ def _parser() -> argparse.ArgumentParser:
         default=60.0,
         help="seconds per submission (default 60)",
     )
-    m = sub.add_parser(
-        "make-student", help="generate exercises/NAME.ipynb from exercises/solutions/"
-    )
+    m = sub.add_parser("make-student", help="write the student notebooks")
     m.add_argument(
         "--check", action="store_true", help="only compare; exit 1 if any would change"
     )
-    m.add_argument(
-        "--solutions", default="exercises/solutions", help="reference notebooks"
-    )
-    m.add_argument("--out", default="exercises", help="where the student notebooks go")
+    m.add_argument("--solutions", help="references (default: exercises', projects')")
+    m.add_argument("--out", help="where the student notebooks go")
     sub.add_parser("list", help="list the known exercises")
     return parser
 
@@ -303,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:<24} {ex.max_score:>3} points  {ex.title}")
             return 0
         if args.command == "make-student":
+            if (args.solutions is None) != (args.out is None):
+                raise GradingError("give both --solutions and --out, or neither")
             changed = make_student(args.solutions, args.out, check_only=args.check)
             for path in changed:
                 print(

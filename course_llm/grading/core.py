@@ -46,7 +46,7 @@ __all__ = ['MAX_NOTES', 'DEFAULT_SEED', 'Student', 'run_checks', 'LocalBackend',
 
 # %% ../../nbs/grading/00_core.ipynb #dd10fbd4
 class Student:
-    """The student's functions as a check sees them: ``student.count_ngrams(seqs, 2)``.
+    """The student's functions as a check sees them: ``student.f(seqs, 2)`` calls ``f``.
 
     For an exercise that declares `mutates` (`Exercise`), each call's reply is
     ``(result, {parameter name: its state after the call})``: the call returns the result,
@@ -107,8 +107,9 @@ def run_checks(
             restarted worker must have loaded, the end of `total_timeout`).
         submission: label for the report.
         seed: seed of the random inputs; None means `DEFAULT_SEED`.
-        timeout: seconds allowed per check.
-        total_timeout: seconds allowed for the whole submission.
+        timeout: seconds allowed per check (at least the exercise's ``time_limit``).
+        total_timeout: seconds allowed for the whole submission (at least the exercise's
+            ``total_time_limit``).
         hidden: also run the checks whose visibility is not ``"visible"`` (after every
             visible check, so that nothing they leave behind reaches a visible message).
 
@@ -120,6 +121,9 @@ def run_checks(
             "timeout and total_timeout must be positive numbers of seconds"
         )
     seed = DEFAULT_SEED if seed is None else int(seed)
+    # an exercise that needs more time than the grader's defaults (a project) gets it
+    timeout = max(timeout, exercise.time_limit or 0)
+    total_timeout = max(total_timeout, exercise.total_time_limit or 0)
     start = time.monotonic()
     end = start + total_timeout
     # a worker restarted mid-way must load within `end` too
@@ -267,7 +271,7 @@ def check(
         The `Report`, or None inside the grader's worker process (where self-checks are skipped).
 
     Example:
-        >>> def count_ngrams(sequences, n):
+        >>> def count_ngrams_and_contexts(sequences, n):
         ...     raise NotImplementedError
         >>> check("01_ngram_counts", quiet=True).score
         0

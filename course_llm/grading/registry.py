@@ -73,6 +73,8 @@ FORBIDDEN_OPS = {
     "torch.nn.TransformerDecoderLayer": _MHA,
     "torch.nn.functional.unfold": ("im2col",),
     "torch.nn.Unfold": ("im2col",),
+    "torch.nn.functional.fold": ("col2im",),
+    "torch.nn.Fold": ("col2im",),
     "torch.nn.utils.clip_grad_norm_": ("_foreach_norm",),
 }
 
@@ -94,6 +96,10 @@ class Exercise:
         forbidden_ops: torch op names (``"rms_norm"``, ``"nll_loss*"``) the student's code
             must not reach under any alias (`watch_ops`); default: those of the torch names
             in `forbidden` (`FORBIDDEN_OPS`).
+        time_limit: seconds each check of this exercise may take, when it needs more than the
+            grader's per-check limit (a project that trains a model); the larger one applies.
+        total_time_limit: seconds for a whole submission of this exercise, loading included,
+            when it needs more than the grader's total limit; the larger one applies.
 
     Example:
         >>> ex = Exercise("00_demo", ["double"], title="Double a number")
@@ -113,6 +119,8 @@ class Exercise:
         forbidden: tuple = (),
         mutates: tuple = (),
         forbidden_ops: tuple | None = None,
+        time_limit: float | None = None,
+        total_time_limit: float | None = None,
     ):
         if not isinstance(name, str) or not name:
             raise ValueError(
@@ -135,6 +143,19 @@ class Exercise:
                 f"mutates must hold argument names or positions, got {mutates!r}"
             )
         self.mutates = tuple(mutates)
+        for arg, value in (
+            ("time_limit", time_limit),
+            ("total_time_limit", total_time_limit),
+        ):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not value > 0
+            ):
+                raise ValueError(
+                    f"{arg} must be a positive number of seconds or None, got {value!r}"
+                )
+        self.time_limit, self.total_time_limit = time_limit, total_time_limit
         self.checks: list[Check] = []
 
     def check(
@@ -148,7 +169,9 @@ class Exercise:
 
         `visibility` is ``"visible"``, or ``"hidden"`` / ``"after_due_date"`` /
         ``"after_published"`` for a check only ``course-llm grade`` runs (see `Check`);
-        `requires` names earlier checks of the same visibility it depends on.
+        `requires` names earlier checks it depends on; a hidden check may require a visible
+        one (visible checks run first), a visible check never a hidden one (``check()`` does
+        not run those).
         """
         if not isinstance(points, int) or isinstance(points, bool) or points < 1:
             raise ValueError(f"points must be a positive integer, got {points!r}")
@@ -165,6 +188,12 @@ class Exercise:
                 raise ValueError(
                     f"requires names checks defined before {fn.__name__}; unknown: "
                     f"{sorted(set(requires) - known)}"
+                )
+            unseen = {c.name for c in self.checks if c.visibility != "visible"}
+            if visibility == "visible" and set(requires) & unseen:
+                raise ValueError(
+                    f"the visible check {fn.__name__} cannot require the hidden "
+                    f"{sorted(set(requires) & unseen)}: check() never runs those"
                 )
             self.checks.append(
                 Check(fn.__name__, points, hint, fn, visibility, tuple(requires))
@@ -212,7 +241,7 @@ def get_exercise(name: str) -> Exercise:
 
     Example:
         >>> get_exercise("01_ngram_counts").functions
-        ['count_ngrams']
+        ['count_ngrams_and_contexts']
     """
     known = exercises()
     if name not in known:

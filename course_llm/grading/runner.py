@@ -209,8 +209,9 @@ def grade_file(
         path: the submission.
         exercise: the exercise's name when the file does not say it.
         seed: seed of the random inputs; None means `core.DEFAULT_SEED`.
-        timeout: seconds per check.
-        total_timeout: seconds for the whole submission, loading included.
+        timeout: seconds per check (at least the exercise's ``time_limit``).
+        total_timeout: seconds for the whole submission, loading included (at least the
+            exercise's ``total_time_limit``).
         max_output: characters the code may print per call.
         limits: the worker's resource `Limits` (default `Limits()`).
         sandbox: ``"auto"``, ``"bwrap"`` or ``"rlimits"`` (see `sandbox_mode`).
@@ -222,6 +223,7 @@ def grade_file(
     path = Path(path)
     cells = read_submission(path)
     ex = exercise_for(path, cells, exercise)
+    total_timeout = max(total_timeout, ex.total_time_limit or 0)
     module_name = "__main__" if path.suffix == ".ipynb" else "submission"
     backend = WorkerBackend(
         cells,

@@ -1,16 +1,17 @@
 # Planted bug: the reference solution of 01_ngram_counts without the final <EOS>.
 # course-llm exercise: 01_ngram_counts
-# expect-fail: ends_with_eos unigrams empty_and_short_sequences all_counts
+# expect-fail: ends_with_eos contexts_per_prediction unigrams empty_and_short_sequences all_counts
 # expect-hint: append one <EOS>
 from collections import Counter
 
 from course_llm.ngram import BOS, EOS
 
 
-def count_ngrams(sequences, n):
-    counts = Counter()
+def count_ngrams_and_contexts(sequences, n):
+    ngrams, contexts = Counter(), Counter()
     for sequence in sequences:
         padded = [BOS] * (n - 1) + list(sequence)  # BUG: + [EOS] forgotten
         for i in range(len(padded) - n + 1):
-            counts[tuple(padded[i:i + n])] += 1
-    return counts
+            ngrams[tuple(padded[i:i + n])] += 1
+            contexts[tuple(padded[i:i + n - 1])] += 1
+    return ngrams, contexts

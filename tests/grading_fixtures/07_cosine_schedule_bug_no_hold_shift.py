@@ -1,6 +1,6 @@
 # Planted bug: the reference solution of 07_cosine_schedule holding at max_lr but running the cosine from warmup_steps, as if there were no hold (it jumps down when the hold ends).
 # course-llm exercise: 07_cosine_schedule
-# expect-fail: cosine_decay no_warmup matches_torch_schedulers
+# expect-fail: cosine_decay reaches_min_lr no_warmup matches_torch_schedulers
 # expect-hint: your cosine starts at warmup_steps
 import math
 

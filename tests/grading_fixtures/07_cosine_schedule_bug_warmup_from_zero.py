@@ -1,6 +1,6 @@
 # Planted bug: the reference solution of 07_cosine_schedule with the warm-up ramp max_lr * step / warmup_steps, starting at 0 and one step late.
 # course-llm exercise: 07_cosine_schedule
-# expect-fail: warmup_ramp peak_at_end_of_warmup matches_torch_schedulers
+# expect-fail: warmup_ramp peak_at_end_of_warmup no_warmup matches_torch_schedulers
 # expect-hint: step 0 is already above 0
 import math
 

@@ -1,15 +1,18 @@
-# Planted bug: the reference solution of 09_patchify that assumes square images (uses H for the width).
+# Planted bug: the reference solution of 09_patchify that assumes a square grid of sqrt(n) x sqrt(n)
+# patches (right for square images only).
 # course-llm exercise: 09_patchify
 # expect-fail: non_square_images
 # expect-hint: with H != W
+import math
+
+import torch
 
 
-def patchify(images, patch_size):
-    B, C, H, W = images.shape
+def unpatchify(patches, patch_size, height, width):
+    B, n, D = patches.shape
     p = patch_size
-    if H != W:
-        H = W = min(H, W)  # BUG: crops to a square instead of using H/p rows and W/p columns
-        images = images[..., :H, :W]
-    x = images.reshape(B, C, H // p, p, W // p, p)
-    x = x.permute(0, 2, 4, 1, 3, 5)
-    return x.reshape(B, (H // p) * (W // p), C * p * p)
+    C = D // (p * p)
+    side = math.isqrt(n)                                                 # BUG: assumes H == W
+    x = patches.reshape(B, side, side, C, p, p)
+    x = x.permute(0, 3, 1, 4, 2, 5)
+    return x.reshape(B, C, height, width)

@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 10_cross_attention with a causal mask, copied from self-attention:
 # decoder position t then reads only encoder positions 0..t.
 # course-llm exercise: 10_cross_attention
-# expect-fail: single_head multi_head unscaled not_causal
+# expect-fail: single_head multi_head unscaled encoder_padding not_causal
 # expect-hint: you applied a causal mask
 import torch
 

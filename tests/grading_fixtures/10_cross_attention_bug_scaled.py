@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 10_cross_attention dividing the scores by sqrt(d_head), as in GPT, which
 # T5 does not do.
 # course-llm exercise: 10_cross_attention
-# expect-fail: single_head multi_head unscaled
+# expect-fail: single_head multi_head unscaled encoder_padding not_causal
 # expect-hint: T5 does not scale them
 import torch
 

@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 13_dpo_loss with beta multiplying the loss instead of the margin.
 # course-llm exercise: 13_dpo_loss
 # (large_margins uses beta = 1, where the two placements agree.)
-# expect-fail: values policy_equals_reference beta_inside
+# expect-fail: values policy_equals_reference beta_inside large_margins
 # expect-hint: beta multiplies the loss
 import torch.nn.functional as F
 

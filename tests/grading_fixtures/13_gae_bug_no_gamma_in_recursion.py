@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 13_gae with A_t = delta_t + lam * A_{t+1} (gamma forgotten in the
 # recursion); right only when gamma = 1.
 # course-llm exercise: 13_gae
-# expect-fail: advantages returns padding
+# expect-fail: advantages returns lambda_limits padding
 # expect-hint: gamma is missing from the recursion
 import torch
 

@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 14_info_nce with raw dot products instead of cosine similarities.
 # course-llm exercise: 14_info_nce
 # expect-fail: values scale_invariant
-# expect-hint: you used dot products
+# expect-hint: COSINE similarity
 import torch
 import torch.nn.functional as F
 

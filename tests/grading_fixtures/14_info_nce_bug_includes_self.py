@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 14_info_nce without the self-similarity mask (k = i stays in the denominator).
 # course-llm exercise: 14_info_nce
 # expect-fail: values excludes_self
-# expect-hint: you kept k = i in the denominator
+# expect-hint: 2N - 1 OTHER vectors
 import torch
 import torch.nn.functional as F
 

@@ -1,7 +1,7 @@
 # Planted bug: the reference solution of 14_info_nce that only uses the N rows of z1 as anchors.
 # course-llm exercise: 14_info_nce
 # expect-fail: values symmetric_in_the_views
-# expect-hint: anchors of z1 only
+# expect-hint: anchors are all 2N vectors
 import torch
 import torch.nn.functional as F
 

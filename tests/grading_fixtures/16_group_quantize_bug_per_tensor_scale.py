@@ -1,6 +1,6 @@
 # Planted bug: the reference solution of 16_group_quantize with one scale for the whole tensor.
 # course-llm exercise: 16_group_quantize
-# expect-fail: scales_per_group codes
+# expect-fail: scales_per_group codes four_bits
 # expect-hint: one scale for the whole tensor
 import torch
 

@@ -1,6 +1,6 @@
 # Planted bug: the reference solution of 17_accept_reject that keeps every drafted token.
 # course-llm exercise: 17_accept_reject
-# expect-fail: accept_rule
+# expect-fail: accept_rule accepts_when_target_likes_it_more
 # expect-hint: must be rejected when u >= p[x] / q[x]
 import torch
 

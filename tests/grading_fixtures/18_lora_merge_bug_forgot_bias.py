@@ -1,6 +1,6 @@
 # Planted bug: the reference solution of 18_lora_merge that forgets the bias.
 # course-llm exercise: 18_lora_merge
-# expect-fail: update_starts_at_zero update_scaled_by_alpha_over_r batched_input
+# expect-fail: update_starts_at_zero update_scaled_by_alpha_over_r batched_input merged_weight
 # expect-hint: did you forget to add the bias
 import torch
 

@@ -15,9 +15,9 @@ from ..registry import Exercise, register
 from ..sandbox import short
 
 # %% auto #0
-__all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus', 'returns_counter_of_tuples', 'interior_ngrams',
-           'starts_with_bos', 'ends_with_eos', 'unigrams', 'empty_and_short_sequences', 'all_counts', 'uniform_model',
-           'single_sequence', 'pools_all_sequences', 'empty_sequence']
+__all__ = ['ngram_counts', 'BOS', 'EOS', 'perplexity_exercise', 'random_corpus', 'returns_pair_of_counters', 'interior_ngrams',
+           'starts_with_bos', 'ends_with_eos', 'contexts_per_prediction', 'unigrams', 'empty_and_short_sequences',
+           'all_counts', 'uniform_model', 'single_sequence', 'pools_all_sequences', 'empty_sequence']
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #0749423f
 _WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "and", "slept"]
@@ -49,14 +49,25 @@ def random_corpus(
     return corpus
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #62249cf2
-def _counts(got, call: str) -> dict:
+def _counts(got, call: str, what: str = "n-gram") -> dict:
     """The student's counts as a plain dict without zero entries; fails on a wrong type."""
     if not isinstance(got, Mapping):
         raise CheckFailed(
-            f"{call} returned a {type(got).__name__}; return a collections.Counter "
-            "mapping each n-gram (a tuple of tokens) to its count"
+            f"{call} returned a {type(got).__name__} for the {what}s; return a "
+            f"collections.Counter mapping each {what} (a tuple of tokens) to its count"
         )
     return {k: v for k, v in got.items() if v != 0}
+
+# %% ../../../nbs/grading/checks/ch01.ipynb #a41c2e90
+def _pair(got, call: str) -> tuple[dict, dict]:
+    """The student's ``(ngrams, contexts)`` as two dicts; fails on a wrong type."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(
+            f"{call} returned a {type(got).__name__}"
+            + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")
+            + "; return a pair (ngrams, contexts) of two collections.Counter"
+        )
+    return _counts(got[0], call), _counts(got[1], call, "context")
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #caa69964
 def _compare(got: dict, want: dict, call: str, keep=lambda gram: True) -> None:
@@ -81,8 +92,8 @@ def _compare(got: dict, want: dict, call: str, keep=lambda gram: True) -> None:
 ngram_counts = register(
     Exercise(
         "01_ngram_counts",
-        ["count_ngrams"],
-        title="Count n-grams with <BOS> padding and <EOS>",
+        ["count_ngrams_and_contexts"],
+        title="Count n-grams and their contexts, with <BOS> padding and <EOS>",
         forbidden=("course_llm.ngram.count_ngrams",),
     )
 )
@@ -90,100 +101,154 @@ BOS, EOS = ngram.BOS, ngram.EOS
 
 
 def _call(corpus, n):
-    return f"count_ngrams({short(corpus, 100)}, {n})"
+    return f"count_ngrams_and_contexts({short(corpus, 100)}, {n})"
+
+# %% ../../../nbs/grading/checks/ch01.ipynb #b52d3fa1
+def _want(corpus, n) -> tuple[dict, dict]:
+    """The oracle: the package's n-gram counts, and their sum over the last token."""
+    grams, contexts = ngram.count_ngrams(corpus, n), {}
+    for gram, count in grams.items():
+        contexts[gram[:-1]] = contexts.get(gram[:-1], 0) + count
+    return dict(grams), contexts
+
+# %% ../../../nbs/grading/checks/ch01.ipynb #c63e4fb2
+def _got(student, corpus, n) -> tuple[dict, dict]:
+    return _pair(student.count_ngrams_and_contexts(corpus, n), _call(corpus, n))
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #9033869d
 @ngram_counts.check(
     points=1,
-    hint="return a collections.Counter whose keys are tuples of n tokens "
-    "and whose values are counts",
+    hint="return a pair (ngrams, contexts) of two collections.Counter: keys are "
+    "tuples of n tokens in the first and of n-1 tokens in the second, values are "
+    "int counts",
 )
-def returns_counter_of_tuples(student, rng):
+def returns_pair_of_counters(student, rng):
     corpus, n = random_corpus(rng, min_long=1), rng.randint(2, 3)
-    got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-    expect(len(got) > 0, f"{_call(corpus, n)} returned no n-grams")
-    bad = [k for k in got if not isinstance(k, tuple) or len(k) != n]
-    expect(
-        not bad,
-        f"{_call(corpus, n)}: key {short(bad[:1], 60)} is not a tuple of {n} tokens",
-    )
-    bad = [v for v in got.values() if not isinstance(v, int)]
-    expect(not bad, f"{_call(corpus, n)}: count {short(bad[:1], 60)} is not an int")
+    grams, contexts = _got(student, corpus, n)
+    for what, got, size in (("n-grams", grams, n), ("contexts", contexts, n - 1)):
+        expect(len(got) > 0, f"{_call(corpus, n)} returned no {what}")
+        bad = [k for k in got if not isinstance(k, tuple) or len(k) != size]
+        expect(
+            not bad,
+            f"{_call(corpus, n)}: key {short(bad[:1], 60)} of the {what} is not a "
+            f"tuple of {size} tokens",
+        )
+        bad = [v for v in got.values() if not isinstance(v, int)]
+        expect(
+            not bad,
+            f"{_call(corpus, n)}: count {short(bad[:1], 60)} of the {what} is not "
+            "an int",
+        )
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #15a4ab8c
 @ngram_counts.check(
+    requires=("returns_pair_of_counters",),
     points=2,
     hint="slide a window of n tokens along each sequence separately; "
     "no n-gram may span two sequences",
 )
 def interior_ngrams(student, rng):
     corpus, n = random_corpus(rng, (3, 5), (2, 8), min_long=2), rng.randint(2, 4)
-    got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
+    grams = _got(student, corpus, n)[0]
     _compare(
-        got,
-        ngram.count_ngrams(corpus, n),
+        grams,
+        _want(corpus, n)[0],
         _call(corpus, n),
         lambda g: BOS not in g and EOS not in g,
     )
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #c609a1e8
 @ngram_counts.check(
+    requires=("interior_ngrams",),
     points=2,
     hint="pad each sequence with n-1 <BOS> tokens at the start, so that "
     "its first token has a full context of n-1 tokens",
 )
 def starts_with_bos(student, rng):
     corpus, n = random_corpus(rng, (2, 4), (3, 8), min_long=1), rng.randint(3, 4)
-    got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
+    grams = _got(student, corpus, n)[0]
     _compare(
-        got,
-        ngram.count_ngrams(corpus, n),
+        grams,
+        _want(corpus, n)[0],
         _call(corpus, n),
         lambda g: BOS in g and EOS not in g,
     )
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #8bac12ce
 @ngram_counts.check(
+    requires=("interior_ngrams",),
     points=2,
     hint="append one <EOS> to each sequence: the model must predict the "
     "end of a sequence like any other token",
 )
 def ends_with_eos(student, rng):
     corpus, n = random_corpus(rng, (2, 4), (4, 8), min_long=1), rng.randint(2, 3)
-    got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
+    grams = _got(student, corpus, n)[0]
     _compare(
-        got,
-        ngram.count_ngrams(corpus, n),
+        grams,
+        _want(corpus, n)[0],
         _call(corpus, n),
         lambda g: EOS in g and BOS not in g,
     )
 
+# %% ../../../nbs/grading/checks/ch01.ipynb #5e1c07a3
+@ngram_counts.check(
+    requires=("starts_with_bos", "ends_with_eos"),
+    points=3,
+    hint="a context is the n-1 tokens before a predicted token: count it once per "
+    "n-gram it starts (a context seen k times before the same token counts k "
+    "times); the last n-1 tokens, which end with <EOS>, predict nothing",
+)
+def contexts_per_prediction(student, rng):
+    corpus, n = random_corpus(rng, (3, 5), (2, 8), min_long=2), rng.randint(2, 4)
+    # a repeated sequence makes some (context, token) pair occur more than once
+    corpus += [list(corpus[0])]
+    _compare(
+        _got(student, corpus, n)[1],
+        _want(corpus, n)[1],
+        f"the contexts of {_call(corpus, n)}",
+    )
+
 # %% ../../../nbs/grading/checks/ch01.ipynb #8ca48309
 @ngram_counts.check(
+    requires=("contexts_per_prediction",),
     points=1,
-    hint="for n = 1 there is no <BOS> padding (a unigram has no context), "
-    "but each sequence still contributes one <EOS>",
+    hint="for n = 1 there is no <BOS> padding and the context of every unigram is "
+    "the empty tuple; each sequence still contributes one <EOS>",
 )
 def unigrams(student, rng):
     corpus = random_corpus(rng, min_long=1)
-    got = _counts(student.count_ngrams(corpus, 1), _call(corpus, 1))
-    _compare(got, ngram.count_ngrams(corpus, 1), _call(corpus, 1))
+    grams, contexts = _got(student, corpus, 1)
+    want_grams, want_contexts = _want(corpus, 1)
+    _compare(grams, want_grams, _call(corpus, 1))
+    _compare(contexts, want_contexts, f"the contexts of {_call(corpus, 1)}")
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #f9598cd0
 @ngram_counts.check(
+    requires=("contexts_per_prediction",),
     points=1,
     hint="an empty sequence still ends: it contributes the n-gram "
-    "(<BOS>, ..., <BOS>, <EOS>)",
+    "(<BOS>, ..., <BOS>, <EOS>) and its context of n-1 <BOS>",
 )
 def empty_and_short_sequences(student, rng):
     corpus = [[], [rng.choice(_WORDS)]] + random_corpus(rng, (1, 2), (0, 2))
     rng.shuffle(corpus)
     n = rng.randint(3, 4)
-    got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-    _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n))
+    grams, contexts = _got(student, corpus, n)
+    want_grams, want_contexts = _want(corpus, n)
+    _compare(grams, want_grams, _call(corpus, n))
+    _compare(contexts, want_contexts, f"the contexts of {_call(corpus, n)}")
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #84cace24
 @ngram_counts.check(
+    requires=(
+        "interior_ngrams",
+        "starts_with_bos",
+        "ends_with_eos",
+        "contexts_per_prediction",
+        "unigrams",
+        "empty_and_short_sequences",
+    ),
     points=2,
     hint="check your function on the worked example of its docstring, "
     "then on two sequences with n = 3 by hand",
@@ -191,8 +256,10 @@ def empty_and_short_sequences(student, rng):
 def all_counts(student, rng):
     for n in (1, 2, 3, 4):
         corpus = random_corpus(rng, min_long=1)
-        got = _counts(student.count_ngrams(corpus, n), _call(corpus, n))
-        _compare(got, ngram.count_ngrams(corpus, n), _call(corpus, n))
+        grams, contexts = _got(student, corpus, n)
+        want_grams, want_contexts = _want(corpus, n)
+        _compare(grams, want_grams, _call(corpus, n))
+        _compare(contexts, want_contexts, f"the contexts of {_call(corpus, n)}")
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #1294e62d
 perplexity_exercise = register(
@@ -233,6 +300,7 @@ def uniform_model(student, rng):
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #8f01efa3
 @perplexity_exercise.check(
+    requires=("uniform_model",),
     points=2,
     hint="PPL = exp(-log P(s) / (L + 1)): the <EOS> at the end is one "
     "of the L + 1 predictions; use the natural log",
@@ -247,6 +315,7 @@ def single_sequence(student, rng):
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #0ffb73cf
 @perplexity_exercise.check(
+    requires=("single_sequence",),
     points=2,
     hint="sum log-probabilities and prediction counts over all sequences, "
     "then divide once; do not average per-sequence perplexities",
@@ -265,7 +334,9 @@ def pools_all_sequences(student, rng):
 
 # %% ../../../nbs/grading/checks/ch01.ipynb #8e0077be
 @perplexity_exercise.check(
-    points=1, hint="an empty sequence still has one prediction, its <EOS>"
+    requires=("pools_all_sequences",),
+    points=1,
+    hint="an empty sequence still has one prediction, its <EOS>",
 )
 def empty_sequence(student, rng):
     model = _model(rng)

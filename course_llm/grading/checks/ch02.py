@@ -43,40 +43,51 @@ from course_llm.grading.checks.ch02_encode import (
 bpe_merge_exercise = register(
     Exercise(
         "02_bpe_merge",
-        ["get_pair_counts", "merge"],
-        title="BPE training step: count pairs, merge one pair",
-        forbidden=(
-            "course_llm.bpe.get_pair_counts",
-            "course_llm.bpe.merge",
-            "course_llm.bpe.get_pair_counts",
-            "course_llm.bpe.merge",
-        ),
+        ["pair_positions", "merge_with_positions"],
+        title="BPE training step with positions: where pairs occur, where a merge "
+        "replaced one",
+        forbidden=("course_llm.bpe.get_pair_counts", "course_llm.bpe.merge"),
     )
 )
 
 
-def _counts(got, call: str) -> dict:
+def _brute_positions(ids) -> dict:
+    """{pair: [every i with (ids[i], ids[i + 1]) == pair]}, by testing each pair at each i."""
+    ids = list(ids)
+    pairs = set(zip(ids, ids[1:]))
+    return {
+        p: [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == p] for p in pairs
+    }
+
+# %% ../../../nbs/grading/checks/ch02.ipynb #2f0f6f5c
+def _positions(got, call: str) -> dict:
     if not isinstance(got, Mapping):
         raise CheckFailed(
             f"{call} returned a {type(got).__name__}; return a dict mapping each pair "
-            "(a, b) to its count"
+            "(a, b) to the list of its positions"
         )
     bad = [k for k in got if not (isinstance(k, tuple) and len(k) == 2)]
     expect(
         not bad, f"{call}: key {short(bad[0], 40) if bad else ''} is not a pair (a, b)"
     )
-    return {k: v for k, v in got.items() if v != 0}
+    bad = [k for k, v in got.items() if not isinstance(v, (list, tuple))]
+    expect(
+        not bad,
+        f"{call}: the value of {short(bad[0], 40) if bad else ''} is not a list of "
+        "positions",
+    )
+    return {k: list(v) for k, v in got.items() if len(v)}
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #a526705c
-def _same_counts(got, ids, call: str) -> None:
-    got, want = _counts(got, call), bpe.get_pair_counts(list(ids))
+def _same_positions(got, ids, call: str) -> None:
+    got, want = _positions(got, call), _brute_positions(ids)
     problems = (
-        [f"missing {p} (count {n})" for p, n in want.items() if p not in got][:2]
+        [f"missing {p} (at {at})" for p, at in want.items() if p not in got][:2]
         + [f"unexpected {p}" for p in got if p not in want][:2]
         + [
-            f"{p} counted {short(got[p], 20)}, expected {n}"
-            for p, n in want.items()
-            if p in got and got[p] != n
+            f"{p} at {short(got[p], 40)}, expected {at}"
+            for p, at in want.items()
+            if p in got and got[p] != at
         ][:2]
     )
     expect(not problems, f"{call}: " + "; ".join(problems))
@@ -95,75 +106,115 @@ def _runs(rng, a: int, n_runs: int) -> list[int]:
 # %% ../../../nbs/grading/checks/ch02.ipynb #59a74c1f
 @bpe_merge_exercise.check(
     points=2,
-    hint="count every adjacent pair (ids[i], ids[i+1]) for i from 0 "
-    "to len(ids) - 2; zip(ids, ids[1:]) gives them",
+    hint="visit every position i from 0 to len(ids) - 2 in order and append i to the "
+    "list of the pair that starts there",
 )
 def pair_counts_random(student, rng):
     for length in (rng.randint(2, 6), rng.randint(20, 60), rng.randint(100, 300)):
         ids = random_ids(rng, length, rng.choice([5, 20, 300]))
-        _same_counts(
-            student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 80)})"
+        _same_positions(
+            student.pair_positions(ids), ids, f"pair_positions({short(ids, 80)})"
         )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #b5f941ee
 @bpe_merge_exercise.check(
     points=1,
-    hint="occurrences of a pair may overlap: [7, 7, 7] contains (7, 7) "
-    "twice, at positions 0 and 1",
+    requires=("pair_counts_random",),
+    hint="occurrences of a pair may overlap: [7, 7, 7] has (7, 7) at positions 0 "
+    "and 1; do not skip past an occurrence",
 )
 def pair_counts_overlapping(student, rng):
     ids = _runs(rng, rng.randrange(20), rng.randint(2, 4))
-    _same_counts(
-        student.get_pair_counts(ids), ids, f"get_pair_counts({short(ids, 100)})"
+    _same_positions(
+        student.pair_positions(ids), ids, f"pair_positions({short(ids, 100)})"
     )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #7e3f1a8b
 @bpe_merge_exercise.check(
-    points=1, hint="a sequence of fewer than two ids has no pairs: return an empty dict"
+    points=1,
+    requires=("pair_counts_random",),
+    hint="a sequence of fewer than two ids has no pairs: return an empty dict",
 )
 def pair_counts_short(student, rng):
     for ids in ([], [rng.randrange(300)]):
-        got = _counts(student.get_pair_counts(ids), f"get_pair_counts({ids})")
+        got = _positions(student.pair_positions(ids), f"pair_positions({ids})")
         expect(
             got == {},
-            f"get_pair_counts({ids}) returned {short(got, 60)}, expected {{}}",
+            f"pair_positions({ids}) returned {short(got, 60)}, expected {{}}",
         )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #1eea7931
 def _merge_case(rng):
     ids = random_ids(rng, rng.randint(5, 80), rng.choice([4, 10, 50]))
     pair = rng.choice(list(zip(ids, ids[1:])))  # present, and a != b
+    # twice more: a merge before an occurrence moves it, in the output, from its input place
+    ids += [*pair, rng.choice([i for i in range(60) if i not in pair]), *pair]
     return ids, pair, max(ids) + 1 + rng.randrange(300)
+
+# %% ../../../nbs/grading/checks/ch02.ipynb #34c729f3
+def _oracle_merge(ids, pair, new_id):
+    """(bpe.merge's ids, the input position of each new_id in them)."""
+    merged, positions, at = bpe.merge(list(ids), tuple(pair), new_id), [], 0
+    for token in merged:
+        if token == new_id:
+            positions.append(at)
+        at += 2 if token == new_id else 1
+    return merged, positions
+
+# %% ../../../nbs/grading/checks/ch02.ipynb #2bea4a54
+def _same_merge(got, ids, pair, new_id, call: str) -> None:
+    """Fail unless `got` is (merged ids, input positions) as the oracle gives them."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(
+            f"{call} returned {short(got, 60)}; return a pair (new_ids, positions)"
+        )
+    want_ids, want_at = _oracle_merge(ids, pair, new_id)
+    same_ids(got[0], want_ids, f"{call}: new_ids")
+    output_at = [i for i, t in enumerate(want_ids) if t == new_id]
+    got_at = ids_of(got[1], f"{call}: positions")
+    expect(
+        got_at != output_at or got_at == want_at,
+        f"{call}: positions {short(got_at, 60)} are indices in new_ids; give the "
+        f"positions in the input ids, {short(want_at, 60)}",
+    )
+    same_ids(got_at, want_at, f"{call}: positions")
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #ea7b7b8a
 @bpe_merge_exercise.check(
     points=2,
-    hint="scan left to right: where ids[i], ids[i+1] is the pair, "
-    "output new_id and jump two places; otherwise output ids[i] and move one",
+    hint="scan left to right: where ids[i], ids[i+1] is the pair, output new_id, "
+    "record i and jump two places; otherwise output ids[i] and move one",
 )
 def merge_random(student, rng):
     for _ in range(3):
         ids, pair, new_id = _merge_case(rng)
-        call = f"merge({short(ids, 80)}, {pair}, {new_id})"
-        same_ids(student.merge(ids, pair, new_id), bpe.merge(ids, pair, new_id), call)
+        call = f"merge_with_positions({short(ids, 80)}, {pair}, {new_id})"
+        _same_merge(
+            student.merge_with_positions(ids, pair, new_id), ids, pair, new_id, call
+        )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #18ce4557
 @bpe_merge_exercise.check(
     points=2,
-    hint="overlapping occurrences merge from the left: merge([7, 7, 7], "
-    "(7, 7), 99) is [99, 7]; after replacing a pair, continue after its second id",
+    requires=("merge_random",),
+    hint="overlapping occurrences merge from the left: [7, 7, 7] with (7, 7) -> 99 "
+    "gives [99, 7] and the positions [0]; after replacing a pair, continue after its "
+    "second id",
 )
 def merge_overlapping(student, rng):
     a = rng.randrange(20)
     ids, new_id = _runs(rng, a, rng.randint(2, 4)), 256 + rng.randrange(100)
-    call = f"merge({short(ids, 80)}, {(a, a)}, {new_id})"
-    same_ids(student.merge(ids, (a, a), new_id), bpe.merge(ids, (a, a), new_id), call)
+    call = f"merge_with_positions({short(ids, 80)}, {(a, a)}, {new_id})"
+    _same_merge(
+        student.merge_with_positions(ids, (a, a), new_id), ids, (a, a), new_id, call
+    )
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #e1cbf616
 @bpe_merge_exercise.check(
     points=1,
-    hint="when the pair does not occur, return the ids unchanged (as a "
-    "new list); an empty or one-id sequence has nothing to merge",
+    requires=("merge_random",),
+    hint="when the pair does not occur, return the ids unchanged (as a new list) and "
+    "no positions; an empty or one-id sequence has nothing to merge",
 )
 def merge_absent_or_short(student, rng):
     ids = random_ids(rng, rng.randint(3, 30), 20)
@@ -174,14 +225,15 @@ def merge_absent_or_short(student, rng):
     )
     cases = [(ids, absent), ([], (1, 2)), ([absent[0]], absent)]
     for ids, pair in cases:
-        call = f"merge({short(ids, 80)}, {pair}, 300)"
-        same_ids(student.merge(ids, pair, 300), list(ids), call)
+        call = f"merge_with_positions({short(ids, 80)}, {pair}, 300)"
+        _same_merge(student.merge_with_positions(ids, pair, 300), ids, pair, 300, call)
 
 # %% ../../../nbs/grading/checks/ch02.ipynb #61bafcc8
 @bpe_merge_exercise.check(
     points=1,
-    hint="BPE starts from the bytes of a text: both functions must also "
-    "accept a bytes object (iterating it gives ints); merge returns a list",
+    requires=("pair_counts_random", "merge_random"),
+    hint="BPE starts from the bytes of a text: both functions must also accept a "
+    "bytes object (iterating it gives ints); merge_with_positions returns lists",
 )
 def works_on_bytes(student, rng):
     data = b"aaa"
@@ -189,12 +241,9 @@ def works_on_bytes(student, rng):
         a == b == c for a, b, c in zip(data, data[1:], data[2:])
     ):  # no overlaps here
         data = random_text(rng, rng.randint(3, 10)).encode("utf-8")
-    _same_counts(
-        student.get_pair_counts(data), data, f"get_pair_counts({short(data, 80)})"
+    _same_positions(
+        student.pair_positions(data), data, f"pair_positions({short(data, 80)})"
     )
     pair = rng.choice([p for p in zip(data, data[1:]) if p[0] != p[1]])
-    same_ids(
-        student.merge(data, pair, 256),
-        bpe.merge(list(data), pair, 256),
-        f"merge({short(data, 80)}, {pair}, 256)",
-    )
+    call = f"merge_with_positions({short(data, 80)}, {pair}, 256)"
+    _same_merge(student.merge_with_positions(data, pair, 256), data, pair, 256, call)

@@ -198,6 +198,7 @@ def learned_merges(student, rng):
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #f0749cf1
 @encode_exercise.check(
+    requires=("learned_merges",),
     points=2,
     hint="the order is the rank (the new id, smallest first), not how often "
     "a pair occurs and not where it occurs: merges learned earlier apply first",
@@ -230,6 +231,7 @@ def repeated_bytes(student, rng):
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #4328a1d3
 @encode_exercise.check(
+    requires=("learned_merges",),
     points=1,
     hint="merges is a dict, and its order is not the order of the merges: "
     "use the ids (ranks), e.g. min(pairs, key=lambda p: merges.get(p, inf))",
@@ -265,6 +267,7 @@ def ignores_dict_order(student, rng):
 
 # %% ../../../nbs/grading/checks/ch02_encode.ipynb #ce905cad
 @encode_exercise.check(
+    requires=("learned_merges",),
     points=2,
     hint="GPT-2's byte tokens are not numbered by byte value, so the data "
     "is a list of GPT-2 ids: do not assume ids < 256; the rule is the same, smallest "

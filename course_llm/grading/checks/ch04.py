@@ -73,7 +73,9 @@ def one_pair(student, rng):
 
 # %% ../../../nbs/grading/checks/ch04.ipynb #ef340b76
 @skipgram_exercise.check(
-    points=2, hint="average the per-pair losses over the batch (the mean, not the sum)"
+    requires=("one_pair",),
+    points=2,
+    hint="average the per-pair losses over the batch (the mean, not the sum)",
 )
 def batch_mean(student, rng):
     args, want, call = _telling_case(rng)
@@ -81,6 +83,7 @@ def batch_mean(student, rng):
 
 # %% ../../../nbs/grading/checks/ch04.ipynb #17ea3d00
 @skipgram_exercise.check(
+    requires=("batch_mean",),
     points=1,
     hint="large scores overflow exp: subtract the row maximum first "
     "(torch.logsumexp or F.cross_entropy do it for you)",

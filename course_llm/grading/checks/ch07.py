@@ -138,6 +138,7 @@ def values(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #bf7d26c9
 @loss_exercise.check(
+    requires=("values",),
     points=2,
     hint="shift once: the logits at position t predict tokens[:, t+1], so use "
     "logits[:, :-1] with tokens[:, 1:]; the last position has no target, the first "
@@ -166,6 +167,7 @@ def shift(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #10302e8b
 @loss_exercise.check(
+    requires=("values",),
     points=2,
     hint="targets equal to ignore_index (-100 by default) count neither in the sum "
     "nor in the divisor: divide by the number of kept targets, not by B*(T-1); "
@@ -180,6 +182,7 @@ def ignored_targets(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #ae9337e9
 @loss_exercise.check(
+    requires=("ignored_targets",),
     points=1,
     hint="use the `ignore_index` argument, whatever its value: it may be a real "
     "vocabulary id such as the padding token",
@@ -195,6 +198,7 @@ def ignore_index_is_a_token_id(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #bde13a42
 @loss_exercise.check(
+    requires=("ignored_targets",),
     points=1,
     hint="with one kept target (b, t) the loss is -log softmax(logits[b, "
     "t-1])[tokens[b, t]]: "
@@ -241,6 +245,7 @@ def _hf_case(rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #6997067b
 @loss_exercise.check(
+    requires=("ignored_targets",),
     points=1,
     hint="Hugging Face labels are input_ids with -100 where attention_mask is 0: "
     "pad positions are not targets, and every kept target of every sequence has "
@@ -253,6 +258,7 @@ def hf_padded_batch(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07.ipynb #194fa86e
 @loss_exercise.check(
+    requires=("ignored_targets",),
     points=1,
     hint="return the loss as a 0-dimensional tensor computed with torch operations "
     "(no .item(), no Python floats), so that loss.backward() reaches the logits",

@@ -15,7 +15,7 @@ from ..registry import Exercise, register
 from ...layers import TransformerBlock, TransformerConfig
 
 # %% auto #0
-__all__ = ['block_exercise', 'matches_the_block', 'causal', 'single_token', 'wide_heads', 'gelu_tanh']
+__all__ = ['block_exercise', 'single_token', 'causal', 'matches_the_block', 'wide_heads', 'gelu_tanh']
 
 # %% ../../../nbs/grading/checks/ch07_block.ipynb #6d5cdef3
 block_exercise = register(
@@ -170,15 +170,16 @@ def _block_mistakes(block, x) -> dict:
             out[description] = wrong(x)
     return out
 
-# %% ../../../nbs/grading/checks/ch07_block.ipynb #4e21fab6
+# %% ../../../nbs/grading/checks/ch07_block.ipynb #5a452e12
 @block_exercise.check(
-    points=3,
-    hint="h = x + attn(LN1(x)); out = h + MLP(LN2(h)); every matrix is applied "
-    "as t @ W.T + b; head i uses columns i*d_head:(i+1)*d_head of q, k and v",
+    points=1,
+    hint="with one token the attention weight is 1 and the attention output is "
+    "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + "
+    "MLP(LN2(h))",
 )
-def matches_the_block(student, rng):
+def single_token(student, rng):
     block = _random_block(rng)
-    _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 7)))
+    _compare_block(student, block, _block_input(rng, block, T=1))
 
 # %% ../../../nbs/grading/checks/ch07_block.ipynb #d6d7dd51
 @block_exercise.check(
@@ -212,16 +213,16 @@ def causal(student, rng):
         "later ones",
     )
 
-# %% ../../../nbs/grading/checks/ch07_block.ipynb #5a452e12
+# %% ../../../nbs/grading/checks/ch07_block.ipynb #4e21fab6
 @block_exercise.check(
-    points=1,
-    hint="with one token the attention weight is 1 and the attention output is "
-    "(LN1(x) W_v^T + b_v) W_o^T + b_o; check the order: x + attn(LN1(x)), then h + "
-    "MLP(LN2(h))",
+    requires=("single_token", "causal"),
+    points=3,
+    hint="h = x + attn(LN1(x)); out = h + MLP(LN2(h)); every matrix is applied "
+    "as t @ W.T + b; head i uses columns i*d_head:(i+1)*d_head of q, k and v",
 )
-def single_token(student, rng):
+def matches_the_block(student, rng):
     block = _random_block(rng)
-    _compare_block(student, block, _block_input(rng, block, T=1))
+    _compare_block(student, block, _block_input(rng, block, T=rng.randint(3, 7)))
 
 # %% ../../../nbs/grading/checks/ch07_block.ipynb #dad7a408
 @block_exercise.check(

@@ -115,6 +115,7 @@ def warmup_ramp(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #52f519f7
 @schedule_exercise.check(
+    requires=("warmup_ramp",),
     points=1,
     hint="the rate is max_lr both at the last warm-up step (warmup_steps - 1) "
     "and at the next one (warmup_steps), where the hold begins",
@@ -162,6 +163,7 @@ def cosine_decay(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #6766ab69
 @schedule_exercise.check(
+    requires=("cosine_decay",),
     points=1,
     hint="at step == max_steps the decay ends exactly at min_lr "
     "(p = 1, cos(pi) = -1): the cosine runs over the steps after the hold",
@@ -189,6 +191,7 @@ def stays_at_min_lr(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #442ef46f
 @schedule_exercise.check(
+    requires=("cosine_decay", "peak_at_end_of_warmup"),
     points=1,
     hint="with warmup_steps = 0 there is no warm-up: step 0 is already at "
     "max_lr, the hold starts at once (never divide by warmup_steps)",
@@ -205,6 +208,14 @@ def no_warmup(student, rng):
 
 # %% ../../../nbs/grading/checks/ch07b.ipynb #15c59065
 @schedule_exercise.check(
+    requires=(
+        "warmup_ramp",
+        "peak_at_end_of_warmup",
+        "holds_at_max_lr",
+        "cosine_decay",
+        "reaches_min_lr",
+        "no_warmup",
+    ),
     points=2,
     hint="the whole schedule, steps 0..max_steps, must equal torch's "
     "LinearLR warm-up, ConstantLR hold and CosineAnnealingLR (the other checks say "

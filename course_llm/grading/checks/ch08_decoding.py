@@ -158,6 +158,7 @@ def best_candidates(student, rng):
 
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #230a8e8e
 @beam_step_exercise.check(
+    requires=("best_candidates",),
     points=1,
     hint="the returned score must be the total log-probability of the new "
     "sequence: scores[parent] + logp[parent, token]",
@@ -179,6 +180,7 @@ def scores_consistent(student, rng):
 
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #f8a43a3e
 @beam_step_exercise.check(
+    requires=("best_candidates",),
     points=1,
     hint="the best k extensions can come from the same beam: compare all k x V "
     "candidates together, not the best token of each beam",
@@ -189,6 +191,7 @@ def one_beam_dominates(student, rng):
 
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #6e03cb66
 @beam_step_exercise.check(
+    requires=("best_candidates",),
     points=1,
     hint="beams with score -inf (copies of the prompt at the first step) must "
     "never be chosen while finite candidates remain",
@@ -296,6 +299,7 @@ def returns_prefix(student, rng):
 
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #f97a61a3
 @kv_append_exercise.check(
+    requires=("returns_prefix",),
     points=2,
     hint="write into the preallocated tensors (k_cache[:, :, length:length + T] "
     "= k_new); do not build a new tensor with torch.cat",
@@ -316,6 +320,7 @@ def writes_in_place(student, rng):
 
 # %% ../../../nbs/grading/checks/ch08_decoding.ipynb #9bf3911e
 @kv_append_exercise.check(
+    requires=("returns_prefix", "writes_in_place"),
     points=1,
     hint="each call appends at the current length; start from an empty "
     "cache (length 0) and feed a prompt, then one token at a time",

@@ -165,6 +165,7 @@ def start_before_end(student, rng):
 
 # %% ../../../nbs/grading/checks/ch09d.ipynb #197a8b82
 @span_qa_exercise.check(
+    requires=("start_before_end",),
     points=1,
     hint="a span (i, j) has j - i + 1 tokens; with max_len=1 only i == j is allowed",
 )
@@ -174,6 +175,7 @@ def longest_span(student, rng):
 
 # %% ../../../nbs/grading/checks/ch09d.ipynb #33dcb3ac
 @span_qa_exercise.check(
+    requires=("start_before_end",),
     points=1,
     hint="both ends must be allowed positions: mask out (i, j) when allowed[i] or "
     "allowed[j] is False",
@@ -183,6 +185,7 @@ def allowed_positions(student, rng):
 
 # %% ../../../nbs/grading/checks/ch09d.ipynb #13506dd4
 @span_qa_exercise.check(
+    requires=("start_before_end", "longest_span", "allowed_positions"),
     points=1,
     hint="for (B, T) inputs return two (B,) tensors, one span per row; build the "
     "(B, T, T) table s[:, :, None] + e[:, None, :]",

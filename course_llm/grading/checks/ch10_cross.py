@@ -177,6 +177,7 @@ def single_head(student, rng):
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #db521535
 @cross_exercise.check(
+    requires=("single_head",),
     points=2,
     hint="each head has d_head = (projection width) / n_heads columns; head h uses "
     "columns "
@@ -199,6 +200,7 @@ def multi_head(student, rng):
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #8caf925a
 @cross_exercise.check(
+    requires=("single_head",),
     points=1,
     hint="T5 does NOT divide the scores by sqrt(d_head): the scale is folded into "
     "the initialisation of w_q, so the scores are plain Q K^T",
@@ -216,6 +218,7 @@ def unscaled(student, rng):
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #91807ab2
 @cross_exercise.check(
+    requires=("single_head",),
     points=2,
     hint="z_mask (B, S) marks the encoder positions that exist (True) or are padding "
     "(False); it masks KEYS: scores[b, :, :, s] = -inf where z_mask[b, s] is "
@@ -271,6 +274,7 @@ def encoder_padding(student, rng):
 
 # %% ../../../nbs/grading/checks/ch10_cross.ipynb #84971d9e
 @cross_exercise.check(
+    requires=("single_head",),
     points=1,
     hint="cross-attention has no causal mask: every decoder position may attend to "
     "every (non-padding) encoder position, including ones 'after' it",

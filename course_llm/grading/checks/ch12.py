@@ -93,6 +93,7 @@ def single_turn(student, rng):
 
 # %% ../../../nbs/grading/checks/ch12.ipynb #ea2d56a5
 @response_mask_exercise.check(
+    requires=("single_turn",),
     points=2,
     hint="every assistant reply is trained, not only the first or the last; "
     "system and user turns never are",
@@ -119,7 +120,9 @@ def truncated(student, rng):
 
 # %% ../../../nbs/grading/checks/ch12.ipynb #a0d610c9
 @response_mask_exercise.check(
-    points=1, hint="use the ignore_index argument, do not hard-code -100"
+    requires=("multi_turn",),
+    points=1,
+    hint="use the ignore_index argument, do not hard-code -100",
 )
 def ignore_index(student, rng):
     _compare(

@@ -81,6 +81,7 @@ def values(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #e30e9ed0
 @bt_exercise.check(
+    requires=("values",),
     points=1,
     hint="the mean over the batch, not the sum: the loss must not grow with the number "
     "of comparisons",
@@ -95,6 +96,7 @@ def batch_mean(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #7eb864ce
 @bt_exercise.check(
+    requires=("values",),
     points=1,
     hint="log(sigmoid(z)) underflows to log(0) = -inf when z is very negative; use "
     "F.logsigmoid(z) (or softplus(-z) = log(1 + exp(-z)), computed stably)",
@@ -218,7 +220,9 @@ def advantages(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #0af11a0e
 @gae_exercise.check(
-    points=1, hint="the returns the value head regresses on are advantages + values"
+    requires=("advantages",),
+    points=1,
+    hint="the returns the value head regresses on are advantages + values",
 )
 def returns(student, rng):
     r, v, gamma, lam, _ = _gae_case(rng)
@@ -229,6 +233,7 @@ def returns(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #79f496df
 @gae_exercise.check(
+    requires=("advantages",),
     points=1,
     hint="lam = 0 leaves the one-step TD residual delta_t; gamma = lam = 1 gives the "
     "reward-to-go minus V_t",
@@ -244,6 +249,7 @@ def lambda_limits(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #3f3f0f61
 @gae_exercise.check(
+    requires=("advantages",),
     points=1,
     hint="with a mask, a row ends at its last real step: V after it counts as 0, "
     "nothing "
@@ -328,6 +334,7 @@ def values(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #d38d4ee9
 @dpo_exercise.check(
+    requires=("values",),
     points=1,
     hint="when the policy equals the reference every log-ratio is 0 and the loss is "
     "log 2, whatever the log-probabilities and beta",
@@ -346,6 +353,7 @@ def policy_equals_reference(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #0d54fa61
 @dpo_exercise.check(
+    requires=("values",),
     points=1,
     hint="beta multiplies the difference of log-ratios inside the sigmoid, not the "
     "loss",
@@ -359,7 +367,9 @@ def beta_inside(student, rng):
 
 # %% ../../../nbs/grading/checks/ch13.ipynb #abd68e42
 @dpo_exercise.check(
-    points=1, hint="log(sigmoid(z)) underflows for very negative z; use F.logsigmoid"
+    requires=("values",),
+    points=1,
+    hint="log(sigmoid(z)) underflows for very negative z; use F.logsigmoid",
 )
 def large_margins(student, rng):
     pc, pr, rc, rr = _dpo_case(rng, scale=50.0)

@@ -11,7 +11,7 @@ from ..registry import Exercise, register
 from ...gguf import unpermute_qk as _package_unpermute
 
 # %% auto #0
-__all__ = ['unpermute_exercise', 'several_heads', 'one_head', 'smollm2_shapes']
+__all__ = ['unpermute_exercise', 'one_head', 'smollm2_shapes', 'several_heads']
 
 # %% ../../../nbs/grading/checks/ch14.ipynb #cdf41f42
 unpermute_exercise = register(
@@ -93,18 +93,6 @@ def _compare(student, rng, n_head, d_head, d_in):
         f"of {want.shape[0]} rows differ",
     )
 
-# %% ../../../nbs/grading/checks/ch14.ipynb #4dd9da89
-@unpermute_exercise.check(
-    points=3,
-    hint="within each head the stored rows alternate x_0, y_0, x_1, y_1, ...: "
-    "reshape to (n_head, d_head/2, 2, d_in), swap the two middle axes, reshape back",
-)
-def several_heads(student, rng):
-    for _ in range(3):
-        _compare(
-            student, rng, rng.randint(2, 9), 2 * rng.randint(3, 8), rng.randint(1, 12)
-        )
-
 # %% ../../../nbs/grading/checks/ch14.ipynb #0c08a1a2
 @unpermute_exercise.check(
     points=1,
@@ -116,6 +104,7 @@ def one_head(student, rng):
 
 # %% ../../../nbs/grading/checks/ch14.ipynb #ecec9b96
 @unpermute_exercise.check(
+    requires=("one_head",),
     points=1,
     hint="SmolLM2's W_q is (576, 576) with 9 heads, its W_k (192, 576) with 3 "
     "key/value heads; d_head = rows / n_head",
@@ -123,3 +112,16 @@ def one_head(student, rng):
 def smollm2_shapes(student, rng):
     _compare(student, rng, 9, 64, 576)
     _compare(student, rng, 3, 64, 576)
+
+# %% ../../../nbs/grading/checks/ch14.ipynb #4dd9da89
+@unpermute_exercise.check(
+    requires=("one_head", "smollm2_shapes"),
+    points=3,
+    hint="within each head the stored rows alternate x_0, y_0, x_1, y_1, ...: "
+    "reshape to (n_head, d_head/2, 2, d_in), swap the two middle axes, reshape back",
+)
+def several_heads(student, rng):
+    for _ in range(3):
+        _compare(
+            student, rng, rng.randint(2, 9), 2 * rng.randint(3, 8), rng.randint(1, 12)
+        )

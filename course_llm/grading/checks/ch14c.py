@@ -15,7 +15,7 @@ from ..assertions import CheckFailed, expect, torch_generator
 from ..registry import Exercise, register
 
 # %% auto #0
-__all__ = ['info_nce_exercise', 'values', 'excludes_self', 'symmetric_in_the_views', 'scale_invariant']
+__all__ = ['info_nce_exercise', 'excludes_self', 'symmetric_in_the_views', 'scale_invariant', 'values']
 
 # %% ../../../nbs/grading/checks/ch14c.ipynb #a1a9c2b6
 info_nce_exercise = register(
@@ -96,31 +96,6 @@ def _close(got: float, want: float, what: str, rtol: float = 1e-4) -> None:
         f"{what} = {got:.6f}, expected {want:.6f}",
     )
 
-# %% ../../../nbs/grading/checks/ch14c.ipynb #bfc250db
-@info_nce_exercise.check(
-    points=3,
-    hint="normalise the 2N vectors, divide the cosine similarities by the temperature, "
-    "leave out k = i from the denominator, and average over all 2N anchors",
-)
-def values(student, rng):
-    for _ in range(4):  # several draws: a wrong formula can agree on one by coincidence
-        z1, z2, tau = _case(rng)
-        got, want = (
-            _scalar(student.info_nce(z1, z2, tau), _call(z1, tau)),
-            _oracle(z1, z2, tau).item(),
-        )
-        if abs(got - want) > 1e-4 * max(
-            1.0, abs(want)
-        ):  # say which known mistake, if one
-            expect_number(
-                got,
-                want,
-                _call(z1, tau),
-                rel=0.0,
-                abs_=1e-4 * max(1.0, abs(want)),
-                mistakes=_nce_mistakes(z1, z2, tau),
-            )
-
 # %% ../../../nbs/grading/checks/ch14c.ipynb #cc69cd7c
 @info_nce_exercise.check(
     points=1,
@@ -183,3 +158,29 @@ def scale_invariant(student, rng):
         "loss with every row multiplied by a positive number vs the original",
         rtol=1e-6,
     )
+
+# %% ../../../nbs/grading/checks/ch14c.ipynb #bfc250db
+@info_nce_exercise.check(
+    requires=("excludes_self", "symmetric_in_the_views", "scale_invariant"),
+    points=3,
+    hint="normalise the 2N vectors, divide the cosine similarities by the temperature, "
+    "leave out k = i from the denominator, and average over all 2N anchors",
+)
+def values(student, rng):
+    for _ in range(4):  # several draws: a wrong formula can agree on one by coincidence
+        z1, z2, tau = _case(rng)
+        got, want = (
+            _scalar(student.info_nce(z1, z2, tau), _call(z1, tau)),
+            _oracle(z1, z2, tau).item(),
+        )
+        if abs(got - want) > 1e-4 * max(
+            1.0, abs(want)
+        ):  # say which known mistake, if one
+            expect_number(
+                got,
+                want,
+                _call(z1, tau),
+                rel=0.0,
+                abs_=1e-4 * max(1.0, abs(want)),
+                mistakes=_nce_mistakes(z1, z2, tau),
+            )

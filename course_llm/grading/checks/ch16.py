@@ -86,7 +86,9 @@ def scales_per_group(student, rng):
 
 # %% ../../../nbs/grading/checks/ch16.ipynb #bd264339
 @quant_exercise.check(
-    points=2, hint="codes = round(w / scale of its group), an integer in [-Q, Q]"
+    requires=("scales_per_group",),
+    points=2,
+    hint="codes = round(w / scale of its group), an integer in [-Q, Q]",
 )
 def codes(student, rng):
     w, group = _quant_case(rng)
@@ -100,7 +102,9 @@ def codes(student, rng):
 
 # %% ../../../nbs/grading/checks/ch16.ipynb #339a556d
 @quant_exercise.check(
-    points=1, hint="with bits=4 the codes are in [-7, 7]: Q = 2**(bits-1) - 1"
+    requires=("scales_per_group",),
+    points=1,
+    hint="with bits=4 the codes are in [-7, 7]: Q = 2**(bits-1) - 1",
 )
 def four_bits(student, rng):
     w, group = _quant_case(rng, rows=1, groups=1)

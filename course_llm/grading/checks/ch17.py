@@ -72,6 +72,7 @@ def accept_rule(student, rng):
 
 # %% ../../../nbs/grading/checks/ch17.ipynb #f78aa564
 @spec_exercise.check(
+    requires=("accept_rule",),
     points=1,
     hint="when p[x] >= q[x] the ratio p[x]/q[x] is at least 1, so every u in [0, "
     "1) accepts",

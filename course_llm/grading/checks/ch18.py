@@ -88,6 +88,7 @@ def without_bias(student, rng):
 
 # %% ../../../nbs/grading/checks/ch18.ipynb #c7798aa1
 @lora_exercise.check(
+    requires=("update_starts_at_zero",),
     points=2,
     hint="scale the update (x @ A.T) @ B.T by alpha / r, where the rank r is "
     "A.shape[0] (the rows of A): not by alpha alone, not by alpha / in_features",
@@ -103,6 +104,7 @@ def update_scaled_by_alpha_over_r(student, rng):
 
 # %% ../../../nbs/grading/checks/ch18.ipynb #832efc27
 @lora_exercise.check(
+    requires=("update_starts_at_zero",),
     points=1,
     hint="x may have leading dimensions (batch, time): use x @ weight.T and "
     "x @ A.T, which broadcast, not torch.mm or a transpose of x",
@@ -118,6 +120,7 @@ def batched_input(student, rng):
 
 # %% ../../../nbs/grading/checks/ch18.ipynb #3485757e
 @lora_exercise.check(
+    requires=("update_scaled_by_alpha_over_r",),
     points=2,
     hint="the merged weight is weight + (alpha / r) * B @ A: (out, r) @ (r, in) "
     "gives (out, in), the weight's shape; r = A.shape[0]",

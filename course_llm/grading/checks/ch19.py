@@ -143,6 +143,7 @@ def balance_uniform_is_one(student, rng):
 
 # %% ../../../nbs/grading/checks/ch19.ipynb #a5ae4466
 @moe_exercise.check(
+    requires=("balance_uniform_is_one",),
     points=2,
     hint="f_i = (number of assignments to expert i) / (n_tokens * k), counted "
     "from `experts`; P_i = mean over tokens of softmax(logits)[:, i]",

@@ -76,6 +76,7 @@ def unbiased_std(student, rng):
 
 # %% ../../../nbs/grading/checks/ch20.ipynb #1db505b7
 @advantages_exercise.check(
+    requires=("unbiased_std",),
     points=2,
     hint="baseline and std of EACH group of group_size consecutive rewards, not "
     "of the whole batch: reshape to (n_groups, group_size) and reduce along dim 1",
@@ -150,6 +151,7 @@ def k3_per_token(student, rng):
 
 # %% ../../../nbs/grading/checks/ch20.ipynb #194d956b
 @advantages_exercise.check(
+    requires=("k3_per_token",),
     points=2,
     hint="k3 = exp(d) - d - 1, never negative, where d is the log-ratio of the "
     "reference over the policy (the reference's log-probability minus the policy's)",

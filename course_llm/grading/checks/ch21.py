@@ -73,6 +73,7 @@ def log_probabilities(student, rng):
 
 # %% ../../../nbs/grading/checks/ch21.ipynb #def47534
 @choice_exercise.check(
+    requires=("log_probabilities",),
     points=2,
     hint="row t of the logits predicts the NEXT token: read the score of "
     "ids[t] from logits[t - 1], not logits[t]",
@@ -83,6 +84,7 @@ def shifted_by_one(student, rng):
 
 # %% ../../../nbs/grading/checks/ch21.ipynb #9986e4b7
 @choice_exercise.check(
+    requires=("log_probabilities", "shifted_by_one"),
     points=2,
     hint="sum only the continuation's tokens ids[n_prompt:], not the "
     "prompt's (their rows start at n_prompt - 1)",
@@ -127,6 +129,7 @@ def summed_choice(student, rng):
 
 # %% ../../../nbs/grading/checks/ch21.ipynb #b65782ef
 @choice_exercise.check(
+    requires=("summed_choice",),
     points=1,
     hint="with normalize=True compare score / length of each choice "
     "(the per-character log-likelihood), not the raw score",
