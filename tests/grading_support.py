@@ -64,14 +64,15 @@ def header(path: Path, key: str) -> str:
     return found.group(1).strip()
 
 
-def grade_seeds(path: Path, seeds: list, sandboxed: bool = True) -> list:
+def grade_seeds(path: Path, seeds: list, sandboxed: bool = True, hidden: bool = True) -> list:
     """Grade `path` once per seed (None draws a fresh one), all in one worker.
 
     This is `grade_file` (same reading, exercise, worker and `run_checks`) without restarting
     the worker between seeds: starting a worker (a sandbox, Python, torch, the submission's
     cells) costs far more than the checks, and the checks of one report already share a worker.
     With ``sandboxed=False`` the worker's code runs in this process (`InProcessBackend`): for
-    the course's own trusted files only, one at a time, from the main thread.
+    the course's own trusted files only, one at a time, from the main thread. With
+    ``hidden=False`` only the visible checks run (a project's hidden ones train models again).
     """
     path = Path(path)
     cells = read_submission(path)
@@ -83,7 +84,7 @@ def grade_seeds(path: Path, seeds: list, sandboxed: bool = True) -> list:
     else:
         backend = InProcessBackend(cells, ex, module_name=module_name)
     try:
-        return [run_checks(ex, backend, str(path), seed, **FAST) for seed in seeds]
+        return [run_checks(ex, backend, str(path), seed, **FAST, hidden=hidden) for seed in seeds]
     finally:
         backend.close()
 
@@ -94,10 +95,10 @@ def grade_many(paths: list, seeds: list) -> list:
         return list(pool.map(lambda p: grade_seeds(p, seeds), paths))
 
 
-def grade_trusted(paths: list, seeds: list) -> list:
+def grade_trusted(paths: list, seeds: list, hidden: bool = True) -> list:
     """`grade_seeds` over the course's own files (references, stubs, planted bugs) in this process,
     one after the other: no worker to start, the same loading, calls and `run_checks`."""
-    return [grade_seeds(p, seeds, sandboxed=False) for p in paths]
+    return [grade_seeds(p, seeds, sandboxed=False, hidden=hidden) for p in paths]
 
 
 def verdicts(report) -> list:

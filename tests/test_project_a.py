@@ -21,9 +21,6 @@ import pytest
 from grading_support import FIXTURES, ROOT, grade_trusted, header, reference, student
 
 from course_llm.grading import get_exercise
-from course_llm.grading.core import run_checks
-from course_llm.grading.inprocess import InProcessBackend
-from course_llm.grading.runner import exercise_for, read_submission
 
 NAME = "project_a_pretrain"
 EXERCISE = get_exercise(NAME)
@@ -71,26 +68,6 @@ def test_reference_scores_full_marks_on_two_seeds_and_the_stub_zero():
         assert "NotImplementedError" in report.results[0].message, report.table()
 
 
-def visible_report(path: Path):
-    """Grade `path` in this process on the default seed, visible checks only (no second training)."""
-    cells = read_submission(path)
-    backend = InProcessBackend(
-        cells, exercise_for(path, cells), module_name="submission"
-    )
-    try:
-        return run_checks(
-            EXERCISE,
-            backend,
-            str(path),
-            None,
-            timeout=60,
-            total_timeout=300,
-            hidden=False,
-        )
-    finally:
-        backend.close()
-
-
 def test_there_is_a_planted_bug_in_every_part():
     parts = {
         part
@@ -106,7 +83,7 @@ def test_a_planted_bug_loses_exactly_its_checks(bug):
     expected = set(header(bug, "expect-fail").split())
     parts = [part for part, names in PARTS.items() if expected & names]
     hidden = {c.name for c in EXERCISE.checks if c.visibility != "visible"}
-    report = visible_report(bug)
+    report = grade_trusted([bug], [None], hidden=False)[0][0]
     failed = [r for r in report.results if not r.passed]
     assert {r.name for r in failed} == expected - hidden, report.table()
     assert (

@@ -22,9 +22,6 @@ import pytest
 from grading_support import FIXTURES, ROOT, grade_trusted, header, reference, student
 
 from course_llm.grading import get_exercise
-from course_llm.grading.core import run_checks
-from course_llm.grading.inprocess import InProcessBackend
-from course_llm.grading.runner import exercise_for, read_submission
 
 NAME = "project_b_finetune"
 EXERCISE = get_exercise(NAME)
@@ -58,17 +55,6 @@ def test_reference_scores_full_marks_on_two_seeds_and_the_stub_zero():
                    for r in report.results), report.table()
 
 
-def report_of(path: Path, hidden: bool):
-    """Grade `path` in this process on the default seed (the hidden checks only if asked)."""
-    cells = read_submission(path)
-    backend = InProcessBackend(cells, exercise_for(path, cells), module_name="submission")
-    try:
-        return run_checks(EXERCISE, backend, str(path), None, timeout=60, total_timeout=300,
-                          hidden=hidden)
-    finally:
-        backend.close()
-
-
 def test_there_is_a_planted_bug_in_every_part():
     parts = {part for bug in BUGS for part, names in PARTS.items()
              if set(header(bug, "expect-fail").split()) & names}
@@ -80,7 +66,7 @@ def test_a_planted_bug_loses_exactly_its_checks(bug):
     expected = set(header(bug, "expect-fail").split())
     first_part = min(part for part, names in PARTS.items() if expected & names)
     hidden = first_part == 5  # part 5's bugs need the (slow) hidden checks
-    report = report_of(bug, hidden)
+    report = grade_trusted([bug], [None], hidden=hidden)[0][0]
     failed = [r for r in report.results if not r.passed]
     assert {r.name for r in failed} == (expected if hidden else expected - HIDDEN), report.table()
     assert header(bug, "expect-hint").lower() in f"{failed[0].message}\n{failed[0].hint}".lower()

@@ -20,9 +20,6 @@ import pytest
 from grading_support import FIXTURES, ROOT, grade_trusted, header, reference, student
 
 from course_llm.grading import get_exercise
-from course_llm.grading.core import run_checks
-from course_llm.grading.inprocess import InProcessBackend
-from course_llm.grading.runner import exercise_for, read_submission
 
 NAME = "project_d_eval"
 EXERCISE = get_exercise(NAME)
@@ -58,26 +55,6 @@ def test_reference_scores_full_marks_on_two_seeds_and_the_stub_zero():
         assert "NotImplementedError" in report.results[0].message, report.table()
 
 
-def visible_report(path: Path):
-    """Grade `path` in this process on the default seed, visible checks only."""
-    cells = read_submission(path)
-    backend = InProcessBackend(
-        cells, exercise_for(path, cells), module_name="submission"
-    )
-    try:
-        return run_checks(
-            EXERCISE,
-            backend,
-            str(path),
-            None,
-            timeout=60,
-            total_timeout=300,
-            hidden=False,
-        )
-    finally:
-        backend.close()
-
-
 def test_there_is_a_planted_bug_in_every_visible_part():
     parts = {
         part
@@ -92,7 +69,7 @@ def test_there_is_a_planted_bug_in_every_visible_part():
 def test_a_planted_bug_loses_exactly_its_checks(bug):
     expected = set(header(bug, "expect-fail").split()) - HIDDEN  # hidden ones: skipped
     parts = [part for part, names in PARTS.items() if expected & names]
-    report = visible_report(bug)
+    report = grade_trusted([bug], [None], hidden=False)[0][0]
     failed = [r for r in report.results if not r.passed]
     assert {r.name for r in failed} == expected, report.table()
     assert (
